@@ -1,0 +1,271 @@
+"""Remoting frames: length-prefixed, JSON or ROCKETMQ-binary header, opaque body.
+
+Pure functions, no I/O (reference §1.1-1.6). ``FrameReader`` splits a byte
+stream into frames for a server or client; ``decode_command`` and
+``encode_command`` convert one frame to and from a ``RemotingCommand``.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import orjson
+
+from cluster.protocol import fastjson
+from cluster.protocol.codes import DEFAULT_MAX_FRAME, LANGUAGE_BY_NAME, LANGUAGES, SerializeType
+from cluster.protocol.command import RemotingCommand
+
+_I32 = struct.Struct(">i")
+_U32 = struct.Struct(">I")
+_PREFIX = struct.Struct(">iI")
+_BIN_FIXED = struct.Struct(">hBhiiI")  # code, language, version, opaque, flag, remarkLen
+
+
+class FrameError(ValueError):
+    """The byte stream is not a valid remoting frame; the connection must be closed."""
+
+
+def _bad(msg: str) -> FrameError:
+    return FrameError(msg)
+
+
+class FrameReader:
+    """Incremental splitter: feed bytes, get whole frames (without the length word).
+
+    Each returned frame is ``header_word + header + body``. Raises FrameError on
+    a length outside ``[4, max_frame - 4]``, a bad header length or an unknown
+    serialize type; the caller closes the connection.
+    """
+
+    __slots__ = ("_buf", "max_frame")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self._buf = bytearray()
+        self.max_frame = max_frame
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        buf = self._buf
+        buf += data
+        frames: list[bytes] = []
+        pos = 0
+        end = len(buf)
+        while end - pos >= 4:
+            (total,) = _I32.unpack_from(buf, pos)
+            check_total(total, self.max_frame)
+            if end - pos - 4 < total:
+                break
+            if total >= 4:
+                check_header_word(_U32.unpack_from(buf, pos + 4)[0], total)
+            frames.append(bytes(buf[pos + 4 : pos + 4 + total]))
+            pos += 4 + total
+        if pos:
+            del buf[:pos]
+        return frames
+
+
+def check_total(total: int, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    if total < 4 or total + 4 > max_frame:
+        raise _bad(f"frame length {total} outside [4, {max_frame - 4}]")
+
+
+def check_header_word(word: int, total: int) -> None:
+    stype = word >> 24
+    if stype not in (0, 1):
+        raise _bad(f"unknown serialize type {stype}")
+    if (word & 0xFFFFFF) > total - 4:
+        raise _bad("decode error, bad header length")
+
+
+def split_frame(frame: bytes) -> tuple[SerializeType, bytes, bytes | None]:
+    """(serialize type, header bytes, body or None) of one frame without its length word."""
+    if len(frame) < 4:
+        raise _bad("frame shorter than its header word")
+    (word,) = _U32.unpack_from(frame, 0)
+    check_header_word(word, len(frame))
+    hlen = word & 0xFFFFFF
+    body = frame[4 + hlen :]
+    return SerializeType(word >> 24), frame[4 : 4 + hlen], (body or None)
+
+
+def decode_command(frame: bytes) -> RemotingCommand:
+    """Decode one frame (no length word). Raises FrameError on a malformed header."""
+    stype, header, body = split_frame(frame)
+    if stype is SerializeType.JSON:
+        cmd = _decode_json_header(header)
+    else:
+        cmd = _decode_binary_header(header)
+    cmd.body = body
+    cmd.serialize_type = stype
+    return cmd
+
+
+def decode_frame(data: bytes) -> RemotingCommand:
+    """Decode one complete frame including its leading length word."""
+    if len(data) < 4:
+        raise _bad("frame shorter than its length word")
+    (total,) = _I32.unpack_from(data, 0)
+    if total != len(data) - 4:
+        raise _bad(f"length word {total} does not match {len(data) - 4} bytes")
+    return decode_command(data[4:])
+
+
+# ---------------------------------------------------------------- JSON header
+
+
+def _java_string(v: Any) -> str | None:
+    """String.valueOf semantics for a non-string extFields value."""
+    if v is None or isinstance(v, str):
+        return v
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, (dict, list)):
+        return orjson.dumps(v).decode()
+    return str(v)
+
+
+def _language(v: Any) -> str | None:
+    if isinstance(v, str):
+        return v if v in LANGUAGE_BY_NAME else None
+    if isinstance(v, int) and 0 <= v < len(LANGUAGES):
+        return LANGUAGES[v]
+    return None
+
+
+def _int_field(obj: dict[str, Any], name: str) -> int:
+    v = obj.get(name, 0)
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
+        raise _bad(f"header field {name} is not an integer")
+    try:
+        return int(v)
+    except ValueError as exc:
+        raise _bad(f"header field {name} is not an integer") from exc
+
+
+def _decode_json_header(header: bytes) -> RemotingCommand:
+    try:
+        obj = orjson.loads(header)
+    except orjson.JSONDecodeError:
+        from cluster.protocol.lenient import loads_lenient
+
+        try:
+            obj = loads_lenient(header)
+        except ValueError as exc:
+            raise _bad(f"header is not JSON: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise _bad("JSON header is not an object")
+    ext = obj.get("extFields")
+    if ext is not None and not isinstance(ext, dict):
+        raise _bad("extFields is not an object")
+    remark = obj.get("remark")
+    return RemotingCommand(
+        code=_int_field(obj, "code"),
+        opaque=_int_field(obj, "opaque"),
+        flag=_int_field(obj, "flag"),
+        version=_int_field(obj, "version"),
+        language=_language(obj.get("language")),
+        remark=remark if isinstance(remark, str) else None,
+        ext_fields=None if ext is None else {str(k): _java_string(v) for k, v in ext.items()
+                                             if v is not None},  # type: ignore[misc]
+    )
+
+
+def _encode_json_header(cmd: RemotingCommand) -> bytes:
+    parts = [f'{{"code":{cmd.code}']
+    if cmd.ext_fields is not None:
+        parts.append(',"extFields":')
+        parts.append(fastjson.dumps(cmd.ext_fields))
+    parts.append(f',"flag":{cmd.flag}')
+    if cmd.language is not None:
+        parts.append(f',"language":"{cmd.language}"')
+    parts.append(f',"opaque":{cmd.opaque}')
+    if cmd.remark is not None:
+        parts.append(',"remark":')
+        parts.append(fastjson.quote(cmd.remark))
+    parts.append(f',"serializeTypeCurrentRPC":"{cmd.serialize_type.name}","version":{cmd.version}}}')
+    return "".join(parts).encode("utf-8")
+
+
+# ------------------------------------------------------------ binary header
+
+
+def _read_str(header: bytes, pos: int, n: int, limit: int) -> tuple[str | None, int]:
+    if n < 0 or n > limit or pos + n > len(header):
+        raise _bad("binary header string length out of range")
+    if n == 0:
+        return None, pos
+    try:
+        return header[pos : pos + n].decode("utf-8"), pos + n
+    except UnicodeDecodeError as exc:
+        raise _bad("binary header string is not UTF-8") from exc
+
+
+def _decode_binary_header(header: bytes) -> RemotingCommand:
+    if len(header) < _BIN_FIXED.size + 4:
+        raise _bad("binary header too short")
+    code, lang, version, opaque, flag, rlen = _BIN_FIXED.unpack_from(header, 0)
+    remark, pos = _read_str(header, _BIN_FIXED.size, rlen, len(header))
+    if pos + 4 > len(header):
+        raise _bad("binary header truncated before extFields")
+    (ext_len,) = _U32.unpack_from(header, pos)
+    pos += 4
+    if ext_len > len(header) - pos:
+        raise _bad("binary header extFields length out of range")
+    ext = _decode_ext(header[pos : pos + ext_len]) if ext_len else None
+    return RemotingCommand(
+        code=code, opaque=opaque, flag=flag, version=version,
+        language=LANGUAGES[lang] if lang < len(LANGUAGES) else None,
+        remark=remark, ext_fields=ext,
+    )
+
+
+def _decode_ext(data: bytes) -> dict[str, str]:
+    out: dict[str, str] = {}
+    pos, end = 0, len(data)
+    while pos < end:
+        if pos + 2 > end:
+            raise _bad("binary extFields truncated")
+        (klen,) = struct.unpack_from(">h", data, pos)
+        key, pos = _read_str(data, pos + 2, klen, end)
+        if pos + 4 > end:
+            raise _bad("binary extFields truncated")
+        (vlen,) = _I32.unpack_from(data, pos)
+        val, pos = _read_str(data, pos + 4, vlen, end)
+        if key is not None and val is not None:
+            out[key] = val
+    return out
+
+
+def _encode_binary_header(cmd: RemotingCommand) -> bytes:
+    remark = cmd.remark.encode("utf-8") if cmd.remark else b""
+    ext = bytearray()
+    for k, v in (cmd.ext_fields or {}).items():
+        if k is None or v is None:
+            continue
+        kb, vb = k.encode("utf-8"), v.encode("utf-8")
+        ext += struct.pack(">h", len(kb)) + kb + _I32.pack(len(vb)) + vb
+    lang = LANGUAGE_BY_NAME.get(cmd.language or "JAVA", 0)
+    fixed = _BIN_FIXED.pack(cmd.code, lang, cmd.version, cmd.opaque, cmd.flag, len(remark))
+    return fixed + remark + _U32.pack(len(ext)) + bytes(ext)
+
+
+# ------------------------------------------------------------------ encode
+
+
+def encode_command(cmd: RemotingCommand) -> bytes:
+    """The complete frame (with its length word) in ``cmd.serialize_type``."""
+    if cmd.serialize_type is SerializeType.ROCKETMQ:
+        header = _encode_binary_header(cmd)
+    else:
+        header = _encode_json_header(cmd)
+    body = cmd.body or b""
+    return _PREFIX.pack(4 + len(header) + len(body),
+                        (int(cmd.serialize_type) << 24) | len(header)) + header + body
