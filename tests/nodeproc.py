@@ -1,0 +1,172 @@
+"""Test support: run real node processes on free loopback ports and talk to them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import psutil
+
+from cluster.protocol.command import RemotingCommand
+from cluster.protocol.frame import FrameReader, decode_command, encode_command
+
+T = TypeVar("T")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def poll_until(fn: Callable[[], T], timeout: float = 10.0, interval: float = 0.02,
+               what: str = "condition") -> T:
+    """Call ``fn`` until it returns a truthy value; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: T = fn()
+    while not last:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+        last = fn()
+    return last
+
+
+class NodeProcess:
+    """One ``python -m worker.node`` process; ``stop()`` always reaps it and its workers."""
+
+    def __init__(self, data_dir: Path, port: int | None = None, name: str = "t",
+                 props: dict[str, str] | None = None) -> None:
+        self.port = port or free_port()
+        self.data_dir = data_dir
+        self.name = name
+        self.config = data_dir / "namesrv.properties"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        if props is not None or not self.config.exists():
+            lines = [f"{k}={v}" for k, v in (props or {}).items()]
+            self.config.write_text("\n".join(lines) + "\n")
+        self.proc: subprocess.Popen[str] | None = None
+        self.boot_line = ""
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "worker.node", "--port", str(self.port),
+                "--data-dir", str(self.data_dir), "--config", str(self.config),
+                "--name", self.name]
+
+    def start(self, timeout: float = 30.0) -> NodeProcess:
+        self.proc = subprocess.Popen(self.argv(), cwd=ROOT, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        assert self.proc.stdout is not None
+        line = _readline_with_deadline(self.proc, timeout)
+        if "boot success" not in line:
+            err = self.stop()
+            raise AssertionError(f"node did not boot: {line!r} {err}")
+        self.boot_line = line
+        return self
+
+    def children(self) -> list[psutil.Process]:
+        assert self.proc is not None
+        try:
+            return psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+
+    def workers(self, kind: str) -> list[psutil.Process]:
+        """Live worker processes of one kind: "io" or "biz"."""
+        return [c for c in self.children() if c.name().startswith(f"pns-{kind}-")]
+
+    def terminate(self, timeout: float = 20.0) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def stop(self) -> str:
+        """Kill the whole process group, reap, return stderr."""
+        if self.proc is None:
+            return ""
+        kids = self.children()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        for k in kids:
+            if k.is_running():
+                k.kill()
+        psutil.wait_procs(kids, timeout=5)
+        err = self.proc.stderr.read() if self.proc.stderr else ""
+        for f in (self.proc.stdout, self.proc.stderr):
+            if f:
+                f.close()
+        return err
+
+
+def _readline_with_deadline(proc: subprocess.Popen[str], timeout: float) -> str:
+    import selectors
+
+    assert proc.stdout is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    ready = sel.select(timeout)
+    sel.close()
+    return proc.stdout.readline() if ready else ""
+
+
+class Conn:
+    """A blocking remoting connection for tests: send commands, read replies."""
+
+    def __init__(self, addr: str, timeout: float = 5.0) -> None:
+        host, port = addr.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.reader = FrameReader()
+        self.frames: list[bytes] = []
+        self._opaque = 0
+
+    def send(self, cmd: RemotingCommand) -> int:
+        if not cmd.opaque:
+            self._opaque += 1
+            cmd.opaque = self._opaque
+        self.sock.sendall(encode_command(cmd))
+        return cmd.opaque
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def recv(self) -> RemotingCommand:
+        while not self.frames:
+            data = self.sock.recv(1 << 20)
+            if not data:
+                raise ConnectionError("connection closed by the node")
+            self.frames.extend(self.reader.feed(data))
+        return decode_command(self.frames.pop(0))
+
+    def call(self, cmd: RemotingCommand) -> RemotingCommand:
+        opaque = self.send(cmd)
+        reply = self.recv()
+        assert reply.opaque == opaque, (reply.opaque, opaque)
+        return reply
+
+    def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
+        self.sock.settimeout(timeout)
+        try:
+            return self.sock.recv(1 << 16) == b""
+        except ConnectionResetError:
+            return True
+
+    def close(self) -> None:
+        self.sock.close()

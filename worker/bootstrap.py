@@ -1,0 +1,30 @@
+"""Create a node's shared state at start-up: empty route tables, KV and config loaded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cluster.errors import UserError
+from state.kvconfig import KVConfigError, load_into
+from state.store import Store
+from worker.settings import NodeSettings
+
+STORE_MAP_SIZE = 1 << 30  # sparse on tmpfs; bounds the route tables of one node
+
+
+def create_state(path: Path, settings: NodeSettings) -> Store:
+    store = Store.create(path, map_size=STORE_MAP_SIZE)
+    try:
+        load_into(store, str(settings.kv_config_path))
+        _init_config(store, settings)
+    except KVConfigError as exc:
+        store.destroy()
+        raise UserError(str(exc)) from None
+    return store
+
+
+def _init_config(store: Store, settings: NodeSettings) -> None:
+    from state import nsconfig
+
+    nsconfig.initialize(store, settings.properties, str(settings.config_store_path),
+                        str(settings.kv_config_path))

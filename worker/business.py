@@ -1,0 +1,174 @@
+"""Business worker process: runs request processors against the shared state.
+
+One DEALER socket per I/O worker (replies must return to the I/O worker that
+owns the connection). Each batch of requests is processed in order and
+answered with one message; channel-destroyed events run the route cleanup.
+The loop is a plain blocking poller: no event loop is needed here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import zmq
+
+from cluster.protocol.codes import ResponseCode
+from cluster.protocol.command import RemotingCommand, response_to
+from cluster.protocol.frame import FrameError, decode_command, encode_command
+from worker import wire
+from worker.procs import control_endpoint, exit_with_parent, io_endpoint, set_process_name
+
+log = logging.getLogger("pynamesrv.business")
+
+
+@dataclass(frozen=True)
+class BusinessConfig:
+    index: int
+    parent: int
+    run: str
+    io_workers: int
+    store_path: str
+    node_name: str
+    scan_interval_ms: int
+    broker_expired_ms: int
+
+
+class BusinessWorker:
+    def __init__(self, cfg: BusinessConfig, zctx: zmq.Context) -> None:
+        from state.store import Store
+        from worker.context import NodeContext
+
+        self.cfg = cfg
+        self.ident = f"b{cfg.index}-{os.getpid()}".encode()
+        self.store = Store.open(Path(cfg.store_path))
+        self.ctx = NodeContext.build(self.store, cfg)
+        self.sockets = [self._dealer(zctx, i) for i in range(cfg.io_workers)]
+        self.poller = zmq.Poller()
+        for s in self.sockets:
+            self.poller.register(s, zmq.POLLIN)
+        self.running = True
+
+    def _dealer(self, zctx: zmq.Context, index: int) -> zmq.Socket:
+        sock = zctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.IDENTITY, self.ident)
+        sock.setsockopt(zmq.IMMEDIATE, 1)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.SNDHWM, 100_000)
+        sock.setsockopt(zmq.RCVHWM, 100_000)
+        sock.connect(io_endpoint(Path(self.cfg.run), index))
+        return sock
+
+    def hello(self) -> None:
+        for sock in self.sockets:
+            self._send(sock, [wire.HELLO])
+
+    def _send(self, sock: zmq.Socket, parts: list[bytes]) -> None:
+        try:
+            sock.send_multipart(parts, flags=zmq.NOBLOCK)
+        except zmq.Again:
+            pass  # the I/O worker is gone; its connections died with it
+
+    def serve(self) -> None:
+        next_hello = 0.0
+        while self.running:
+            now = time.monotonic()
+            if now >= next_hello:
+                self.hello()
+                next_hello = now + wire.HEARTBEAT_S
+            for sock, _ in self.poller.poll(timeout=wire.HEARTBEAT_S * 1000):
+                self._drain(sock)
+
+    def _drain(self, sock: zmq.Socket) -> None:
+        for _ in range(wire.MAX_BATCH):
+            try:
+                msg = sock.recv_multipart(flags=zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            self._on_message(sock, msg)
+
+    def _on_message(self, sock: zmq.Socket, msg: list[bytes]) -> None:
+        kind = msg[0] if msg else b""
+        if kind == wire.REQUESTS:
+            self._send(sock, self._process_batch(msg))
+        elif kind == wire.EVENT and len(msg) >= 3:
+            self._channel_destroyed(msg[1].decode(), msg[2].decode())
+
+    def _process_batch(self, msg: list[bytes]) -> list[bytes]:
+        out: list[bytes] = [wire.REPLIES]
+        for i in range(1, len(msg) - 1, 2):
+            out.append(msg[i])
+            out.append(self.process(msg[i].decode(), msg[i + 1]))
+        return out
+
+    def process(self, channel: str, frame: bytes) -> bytes:
+        """The encoded reply to one frame, or b"" when nothing must be sent."""
+        from worker.processors import handle
+
+        try:
+            cmd = decode_command(frame)
+        except FrameError as exc:
+            log.warning("event=bad_header channel=%s error=%r", channel, str(exc))
+            return b""
+        if cmd.is_response:
+            return b""
+        try:
+            reply = handle(self.ctx, cmd, channel, "")
+        except Exception as exc:  # handle() answers errors itself; this is the last guard
+            log.exception("event=handler_crash code=%d", cmd.code)
+            reply = _system_error(cmd, exc)
+        if reply is None or cmd.is_oneway:
+            return b""
+        return encode_command(reply)
+
+    def _channel_destroyed(self, channel: str, peer: str) -> None:
+        from worker.processors import on_channel_destroy
+
+        try:
+            on_channel_destroy(self.ctx, channel, peer)
+        except Exception:
+            log.exception("event=channel_destroy_failed channel=%s", channel)
+
+    def close(self) -> None:
+        for sock in self.sockets:
+            sock.close(0)
+        self.store.close()
+
+
+def _system_error(cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
+    return response_to(cmd, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+def _announce_ready(zctx: zmq.Context, cfg: BusinessConfig) -> None:
+    push = zctx.socket(zmq.PUSH)
+    push.setsockopt(zmq.LINGER, 1000)
+    push.connect(control_endpoint(Path(cfg.run)))
+    push.send(wire.ready_message("business", cfg.index, os.getpid()))
+    push.close()
+
+
+def run(cfg: BusinessConfig) -> None:
+    """Process entry point."""
+    exit_with_parent(parent=cfg.parent)
+    set_process_name(f"pns-biz-{cfg.index}")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.basicConfig(level=os.environ.get("PYNAMESRV_LOG", "WARNING"),
+                        format=f"%(asctime)s level=%(levelname)s proc=b{cfg.index} %(message)s")
+    zctx = zmq.Context()
+    worker = BusinessWorker(cfg, zctx)
+
+    def stop(_sig: int, _frame: object) -> None:
+        worker.running = False
+
+    signal.signal(signal.SIGTERM, stop)
+    worker.hello()
+    _announce_ready(zctx, cfg)
+    try:
+        worker.serve()
+    finally:
+        worker.close()
+        zctx.term()

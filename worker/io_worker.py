@@ -1,0 +1,374 @@
+"""I/O worker process: owns client sockets, splits frames, feeds the business pool.
+
+One uvloop event loop per process. Connections use asyncio Protocols; the hub
+batches complete frames to business workers over a ZeroMQ ROUTER socket with a
+credit window per worker, writes replies back, and turns closed connections into
+channel-destroyed events. Requests are never dropped silently: an overflowing
+queue answers SYSTEM_BUSY, a lost business worker answers SYSTEM_ERROR.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import zmq
+
+from cluster.protocol.codes import ResponseCode
+from cluster.protocol.command import response_to
+from cluster.protocol.frame import FrameError, FrameReader, decode_command, encode_command
+from worker import wire
+from worker.procs import control_endpoint, exit_with_parent, io_endpoint, set_process_name
+
+log = logging.getLogger("pynamesrv.io")
+
+BUSY_REMARK = "[OVERLOAD]system busy, start flow control for a while"
+LOST_REMARK = "business worker lost while processing the request; retry"
+MAX_EVENTS = 100_000
+
+
+@dataclass(frozen=True)
+class IoConfig:
+    index: int
+    parent: int
+    host: str
+    port: int
+    run: str
+    frame_max: int
+    idle_timeout_s: float
+    max_pending: int
+    window: int
+    drain_ms: int
+
+
+class Peer:
+    """A business worker as seen from this I/O worker."""
+
+    __slots__ = ("ident", "inflight", "last_seen")
+
+    def __init__(self, ident: bytes, now: float) -> None:
+        self.ident = ident
+        self.inflight: deque[tuple[bytes, bytes]] = deque()
+        self.last_seen = now
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self.reader = FrameReader(hub.cfg.frame_max)
+        self.conn_id = b""
+        self.peer = ""
+        self.transport: asyncio.Transport | None = None
+        self.last_active = 0.0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        name = transport.get_extra_info("peername")
+        self.peer = f"{name[0]}:{name[1]}" if name else ""
+        self.hub.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active = self.hub.now()
+        try:
+            frames = self.reader.feed(data)
+        except FrameError as exc:
+            log.warning("event=bad_frame peer=%s conn=%s error=%r", self.peer,
+                        self.conn_id.decode(), str(exc))
+            self.close(abort=True)
+            return
+        for frame in frames:
+            self.hub.submit(self.conn_id, frame)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.hub.remove(self)
+
+    def pause_writing(self) -> None:
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    def write(self, data: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
+            self.last_active = self.hub.now()
+
+    def close(self, abort: bool = False) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
+
+
+class Hub:
+    """Connection table, bounded request queue and the business-pool dispatcher."""
+
+    def __init__(self, cfg: IoConfig, loop: asyncio.AbstractEventLoop, router: zmq.Socket) -> None:
+        self.cfg = cfg
+        self.loop = loop
+        self.router = router
+        self.conns: dict[bytes, Connection] = {}
+        self.pending: deque[tuple[bytes, bytes]] = deque()
+        self.events: deque[tuple[bytes, bytes]] = deque()
+        self.peers: dict[bytes, Peer] = {}
+        self.closing = False
+        self._seq = 0
+        self._flush_scheduled = False
+        self._prefix = f"{cfg.index}.{os.getpid()}.".encode()
+
+    def now(self) -> float:
+        return self.loop.time()
+
+    # -- connections -------------------------------------------------------
+
+    def add(self, conn: Connection) -> None:
+        self._seq += 1
+        conn.conn_id = self._prefix + str(self._seq).encode()
+        conn.last_active = self.now()
+        self.conns[conn.conn_id] = conn
+
+    def remove(self, conn: Connection) -> None:
+        if self.conns.pop(conn.conn_id, None) is None or self.closing:
+            return
+        if len(self.events) >= MAX_EVENTS:
+            log.error("event=events_overflow dropped_conn=%s", conn.conn_id.decode())
+            return
+        self.events.append((conn.conn_id, conn.peer.encode()))
+        self._schedule_flush()
+
+    def close_idle(self) -> None:
+        limit = self.now() - self.cfg.idle_timeout_s
+        for conn in [c for c in self.conns.values() if c.last_active < limit]:
+            log.info("event=idle_close peer=%s conn=%s", conn.peer, conn.conn_id.decode())
+            conn.close()
+
+    # -- requests ----------------------------------------------------------
+
+    def submit(self, conn_id: bytes, frame: bytes) -> None:
+        if len(self.pending) >= self.cfg.max_pending:
+            self.answer_error(conn_id, frame, ResponseCode.SYSTEM_BUSY, BUSY_REMARK)
+            return
+        self.pending.append((conn_id, frame))
+        self._schedule_flush()
+
+    def answer_error(self, conn_id: bytes, frame: bytes, code: int, remark: str) -> None:
+        conn = self.conns.get(conn_id)
+        if conn is None:
+            return
+        try:
+            cmd = decode_command(frame)
+        except FrameError as exc:
+            log.warning("event=bad_header conn=%s error=%r", conn_id.decode(), str(exc))
+            conn.close(abort=True)
+            return
+        if not (cmd.is_oneway or cmd.is_response):
+            conn.write(encode_command(response_to(cmd, code, remark)))
+
+    def _schedule_flush(self) -> None:
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._flush_scheduled = False
+        sent = self._dispatch() | self._send_events()
+        if sent:
+            self.loop.call_soon(self.on_router_readable)
+
+    def _pick(self) -> Peer | None:
+        best: Peer | None = None
+        for peer in self.peers.values():
+            if len(peer.inflight) < self.cfg.window and (
+                    best is None or len(peer.inflight) < len(best.inflight)):
+                best = peer
+        return best
+
+    def _dispatch(self) -> bool:
+        sent = False
+        while self.pending:
+            peer = self._pick()
+            if peer is None:
+                break
+            n = min(self.cfg.window - len(peer.inflight), wire.MAX_BATCH, len(self.pending))
+            parts: list[bytes] = [peer.ident, wire.REQUESTS]
+            for _ in range(n):
+                item = self.pending.popleft()
+                peer.inflight.append(item)
+                parts += item
+            if not self._send(peer, parts):
+                continue
+            sent = True
+        return sent
+
+    def _send_events(self) -> bool:
+        sent = False
+        while self.events and self.peers:
+            peer = next(iter(self.peers.values()))
+            conn_id, name = self.events[0]
+            if not self._send(peer, [peer.ident, wire.EVENT, conn_id, name]):
+                continue
+            self.events.popleft()
+            sent = True
+        return sent
+
+    def _send(self, peer: Peer, parts: list[bytes]) -> bool:
+        try:
+            self.router.send_multipart(parts, flags=zmq.NOBLOCK)
+            return True
+        except zmq.ZMQError as exc:
+            log.warning("event=peer_unreachable peer=%s error=%r", peer.ident.decode(), str(exc))
+            self.fail_peer(peer)
+            return False
+
+    def fail_peer(self, peer: Peer) -> None:
+        if self.peers.pop(peer.ident, None) is None:
+            return
+        log.warning("event=business_worker_lost peer=%s inflight=%d",
+                    peer.ident.decode(), len(peer.inflight))
+        for conn_id, frame in peer.inflight:
+            self.answer_error(conn_id, frame, ResponseCode.SYSTEM_ERROR, LOST_REMARK)
+        peer.inflight.clear()
+
+    # -- replies -----------------------------------------------------------
+
+    def on_router_readable(self) -> None:
+        router = self.router
+        try:
+            while router.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                self._on_message(router.recv_multipart(flags=zmq.NOBLOCK))
+        except zmq.Again:
+            pass
+        except zmq.ZMQError as exc:
+            if not self.closing:
+                log.error("event=router_error error=%r", str(exc))
+        self._schedule_flush()
+
+    def _on_message(self, msg: list[bytes]) -> None:
+        if len(msg) < 2:
+            return
+        ident, kind = msg[0], msg[1]
+        peer = self.peers.get(ident)
+        if peer is None:
+            peer = self.peers[ident] = Peer(ident, self.now())
+        peer.last_seen = self.now()
+        if kind == wire.REPLIES:
+            self._on_replies(peer, msg)
+
+    def _on_replies(self, peer: Peer, msg: list[bytes]) -> None:
+        conns = self.conns
+        for i in range(2, len(msg) - 1, 2):
+            if peer.inflight:
+                peer.inflight.popleft()
+            reply = msg[i + 1]
+            if reply:
+                conn = conns.get(msg[i])
+                if conn is not None:
+                    conn.write(reply)
+
+    # -- timers ------------------------------------------------------------
+
+    def tick(self) -> None:
+        now = self.now()
+        for peer in list(self.peers.values()):
+            if now - peer.last_seen > wire.PEER_DEAD_S:
+                self.fail_peer(peer)
+            else:
+                self._send(peer, [peer.ident, wire.HELLO])
+        self._schedule_flush()
+
+    def idle(self) -> bool:
+        return not self.pending and all(not p.inflight for p in self.peers.values())
+
+
+def _listen_socket(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+async def _every(period: float, fn) -> None:  # type: ignore[no-untyped-def]
+    while True:
+        await asyncio.sleep(period)
+        fn()
+
+
+async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
+    loop = asyncio.get_running_loop()
+    router = zctx.socket(zmq.ROUTER)
+    router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+    router.setsockopt(zmq.LINGER, 0)
+    router.setsockopt(zmq.SNDHWM, 100_000)
+    router.setsockopt(zmq.RCVHWM, 100_000)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(Path(cfg.run) / f"io-{cfg.index}.ipc")
+    router.bind(io_endpoint(Path(cfg.run), cfg.index))
+    hub = Hub(cfg, loop, router)
+    loop.add_reader(router.getsockopt(zmq.FD), hub.on_router_readable)
+    listener = _listen_socket(cfg.host, cfg.port)
+    server = await loop.create_server(lambda: Connection(hub), sock=listener)
+    stop = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    timers = [asyncio.ensure_future(_every(wire.HEARTBEAT_S, hub.tick)),
+              asyncio.ensure_future(_every(min(1.0, cfg.idle_timeout_s / 4), hub.close_idle))]
+    _announce_ready(zctx, cfg)
+    await stop.wait()
+    server.close()
+    await _drain(hub, cfg.drain_ms / 1000)
+    hub.closing = True
+    for t in timers:
+        t.cancel()
+    for conn in list(hub.conns.values()):
+        conn.close()
+    loop.remove_reader(router.getsockopt(zmq.FD))
+    router.close(0)
+
+
+async def _drain(hub: Hub, bound_s: float) -> None:
+    deadline = hub.now() + bound_s
+    while not hub.idle() and hub.now() < deadline:
+        await asyncio.sleep(0.01)
+    if not hub.idle():
+        log.warning("event=drain_timeout pending=%d", len(hub.pending))
+
+
+def _announce_ready(zctx: zmq.Context, cfg: IoConfig) -> None:
+    push = zctx.socket(zmq.PUSH)
+    push.setsockopt(zmq.LINGER, 1000)
+    push.connect(control_endpoint(Path(cfg.run)))
+    push.send(wire.ready_message("io", cfg.index, os.getpid()))
+    push.close()
+
+
+def run(cfg: IoConfig) -> None:
+    """Process entry point."""
+    exit_with_parent(parent=cfg.parent)
+    set_process_name(f"pns-io-{cfg.index}")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.basicConfig(level=os.environ.get("PYNAMESRV_LOG", "WARNING"),
+                        format=f"%(asctime)s level=%(levelname)s proc=io-{cfg.index} %(message)s")
+    import uvloop
+
+    zctx = zmq.Context()
+    try:
+        uvloop.run(_serve(cfg, zctx))
+    finally:
+        zctx.term()

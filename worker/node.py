@@ -1,0 +1,280 @@
+"""Node controller: ``python -m worker.node --port P --data-dir DIR [--config F]``.
+
+Creates the shared state, spawns the I/O and business workers, restarts any
+that die, runs the broker expiry scan once per node, cleans up the brokers of a
+dead I/O worker, and shuts everything down on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import logging
+import os
+import shutil
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import zmq
+
+from cluster.errors import UserError
+from worker import wire
+from worker.business import BusinessConfig
+from worker.business import run as run_business
+from worker.children import Child
+from worker.io_worker import IoConfig
+from worker.io_worker import run as run_io
+from worker.procs import control_endpoint, exit_with_parent, run_dir, set_process_name, store_dir
+from worker.settings import NodeSettings, load_settings
+
+log = logging.getLogger("pynamesrv.node")
+READY_DEADLINE_S = 60.0
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Controller:
+    def __init__(self, settings: NodeSettings, guard: socket.socket,
+                 clock: Callable[[], int] = _wall_ms) -> None:
+        self.s = settings
+        self.guard = guard
+        self.clock = clock
+        self.run_path = run_dir(settings.name, os.getpid())
+        self.store_path = store_dir(settings.name, settings.port, os.getpid())
+        self.children: list[Child] = []
+        self.stopping = False
+        self.zctx = zmq.Context()
+        self.pull = self.zctx.socket(zmq.PULL)
+        self.poller = zmq.Poller()
+        self.store = None  # type: ignore[var-annotated]
+        self.next_scan = 0.0
+
+    # -- start-up ----------------------------------------------------------
+
+    def start(self) -> None:
+        from worker.bootstrap import create_state
+
+        shutil.rmtree(self.run_path, ignore_errors=True)
+        self.run_path.mkdir(parents=True)
+        self.store = create_state(self.store_path, self.s)
+        self.pull.setsockopt(zmq.LINGER, 0)
+        self.pull.bind(control_endpoint(self.run_path))
+        self.poller.register(self.pull, zmq.POLLIN)
+        self.children = self._business_children() + self._io_children()
+        now = time.monotonic()
+        for child in self.children:
+            child.start(now)
+            self.poller.register(child.pidfd, zmq.POLLIN)
+
+    def _business_children(self) -> list[Child]:
+        s = self.s
+        return [Child("business", i, run_business, BusinessConfig(
+            index=i, parent=os.getpid(), run=str(self.run_path), io_workers=s.io_workers,
+            store_path=str(self.store_path), node_name=s.name,
+            scan_interval_ms=s.scan_interval_ms, broker_expired_ms=s.broker_expired_ms))
+            for i in range(s.business_workers)]
+
+    def _io_children(self) -> list[Child]:
+        s = self.s
+        return [Child("io", i, run_io, IoConfig(
+            index=i, parent=os.getpid(), host=s.host, port=s.port, run=str(self.run_path),
+            frame_max=s.frame_max,
+            idle_timeout_s=float(s.idle_timeout_s), max_pending=s.io_max_pending,
+            window=s.business_window, drain_ms=s.shutdown_drain_ms))
+            for i in range(s.io_workers)]
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + READY_DEADLINE_S
+        while not all(c.ready for c in self.children):
+            if time.monotonic() > deadline:
+                raise UserError("workers did not become ready within "
+                                f"{READY_DEADLINE_S:.0f} s")
+            self._poll(200)
+            dead = [c for c in self.children if not c.alive]
+            if dead:
+                raise UserError(f"{dead[0].name} exited during start-up "
+                                f"(exit code {dead[0].proc.exitcode})")
+
+    # -- main loop ---------------------------------------------------------
+
+    def serve(self) -> None:
+        self.next_scan = time.monotonic() + self.s.scan_interval_ms / 1000
+        while not self.stopping:
+            self._poll(self._timeout_ms())
+            now = time.monotonic()
+            self._restart_due(now)
+            if now >= self.next_scan:
+                self._scan()
+                self.next_scan = now + self.s.scan_interval_ms / 1000
+
+    def _timeout_ms(self) -> int:
+        due = [self.next_scan] + [c.restart_at for c in self.children if c.restart_at]
+        return max(0, min(1000, int((min(due) - time.monotonic()) * 1000) + 1))
+
+    def _poll(self, timeout_ms: int) -> None:
+        for item, _ in self.poller.poll(timeout_ms):
+            if item is self.pull:
+                self._on_ready_messages()
+            else:
+                self._on_child_exit(item)
+
+    def _on_ready_messages(self) -> None:
+        while True:
+            try:
+                parsed = wire.parse_ready(self.pull.recv(zmq.NOBLOCK))
+            except zmq.Again:
+                return
+            for child in self.children:
+                if parsed and (child.kind, child.index, child.pid) == parsed:
+                    child.ready = True
+
+    def _on_child_exit(self, pidfd: int) -> None:
+        child = next((c for c in self.children if c.pidfd == pidfd), None)
+        if child is None:
+            return
+        self.poller.unregister(pidfd)
+        pid = child.pid
+        code = child.reap(time.monotonic())
+        if self.stopping:
+            return
+        log.warning("event=worker_exit worker=%s pid=%d code=%s restart_in=%.1fs",
+                    child.name, pid, code, child.backoff_s)
+        self._after_exit(child, pid)
+
+    def _after_exit(self, child: Child, pid: int) -> None:
+        from state.route import cleanup_channel_prefix
+
+        assert self.store is not None
+        self.store.reader_check()
+        if child.kind == "io":
+            removed = cleanup_channel_prefix(self.store, f"{child.index}.{pid}.")
+            log.warning("event=io_worker_cleanup worker=%s brokers_removed=%d", child.name, removed)
+
+    def _restart_due(self, now: float) -> None:
+        for child in self.children:
+            if child.restart_at is not None and now >= child.restart_at and not self.stopping:
+                child.start(now)
+                self.poller.register(child.pidfd, zmq.POLLIN)
+
+    def _scan(self) -> None:
+        from state.route import scan_not_active
+
+        assert self.store is not None
+        removed = scan_not_active(self.store, self.clock(), self.s.broker_expired_ms)
+        if removed:
+            log.warning("event=brokers_expired count=%d", removed)
+
+    # -- shutdown ----------------------------------------------------------
+
+    def shutdown(self) -> None:
+        self.stopping = True
+        io = [c for c in self.children if c.kind == "io"]
+        self._stop_group(io, self.s.shutdown_drain_ms / 1000 + 2.0)
+        self._stop_group([c for c in self.children if c.kind != "io"], 3.0)
+        if self.store is not None:
+            self.store.close()
+            self.store.destroy()
+        self.pull.close(0)
+        self.zctx.term()
+        shutil.rmtree(self.run_path, ignore_errors=True)
+        self.guard.close()
+
+    def _stop_group(self, group: list[Child], grace_s: float) -> None:
+        for child in group:
+            child.restart_at = None
+            child.signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while any(c.alive for c in group) and time.monotonic() < deadline:
+            self._poll(50)
+        for child in group:
+            if child.alive:
+                log.warning("event=worker_kill worker=%s pid=%d", child.name, child.pid)
+                child.signal(signal.SIGKILL)
+                self.poller.unregister(child.pidfd)
+                child.reap(time.monotonic())
+
+
+def bind_guard(host: str, port: int) -> socket.socket:
+    """Hold the port (bound, not listening) so a foreign process cannot take it."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise UserError(f"port {port} on {host} is already in use") from None
+        raise UserError(f"cannot bind {host}:{port}: {exc.strerror}") from None
+    return sock
+
+
+def _prepare_data_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"data dir {path}: cannot create: {exc.strerror}") from None
+    if not os.access(path, os.W_OK):
+        raise UserError(f"data dir {path}: not writable")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="pynamesrv node", description="run one NameServer node")
+    p.add_argument("--port", type=int, help="TCP port (default 9876 or listenPort)")
+    p.add_argument("--data-dir", type=Path, required=True, help="kvConfig.json and config")
+    p.add_argument("--config", type=Path, help="Java-style properties file (namesrv.properties)")
+    p.add_argument("--name", help="node name in logs and snapshots")
+    p.add_argument("--host", help="listen address (default 127.0.0.1)")
+    return p.parse_args(argv)
+
+
+def _stop_on_signals(controller: Controller) -> None:
+    def stop(_sig: int, _frame: object) -> None:
+        controller.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=os.environ.get("PYNAMESRV_LOG", "WARNING"), stream=sys.stderr,
+                        format="%(asctime)s level=%(levelname)s proc=controller %(message)s")
+    try:
+        settings = load_settings(args.data_dir, args.config, args.port, args.host, args.name)
+        _prepare_data_dir(settings.data_dir)
+        guard = bind_guard(settings.host, settings.port)
+    except UserError as exc:
+        print(f"pynamesrv node: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    exit_with_parent(signal.SIGTERM)
+    set_process_name("pns-node")
+    return _run(Controller(settings, guard))
+
+
+def _run(controller: Controller) -> int:
+    _stop_on_signals(controller)
+    try:
+        controller.start()
+        controller.wait_ready()
+    except UserError as exc:
+        print(f"pynamesrv node: error: {exc}", file=sys.stderr)
+        controller.shutdown()
+        return exc.exit_code
+    s = controller.s
+    print(f"The Name Server boot success. serializeType=JSON, address {s.address}, "
+          f"node {s.name}", flush=True)
+    controller.serve()
+    controller.shutdown()
+    log.info("event=stopped node=%s", s.name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Process plumbing shared by the node's processes: parent-death signal, run paths."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_NAME = 15
+
+
+def set_process_name(name: str) -> None:
+    """Set the kernel's short process name (``ps -o comm``, psutil ``name()``), 15 bytes max."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+
+
+def exit_with_parent(sig: int = signal.SIGKILL, parent: int | None = None) -> None:
+    """Ask the kernel to send ``sig`` when the parent dies.
+
+    With ``parent`` (the pid the caller expects as its parent), exit at once if
+    the parent is already gone, closing the race before prctl took effect.
+    """
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+
+
+def run_dir(name: str, pid: int) -> Path:
+    """Short per-node directory for ZeroMQ ipc endpoints (paths must stay < 107 bytes)."""
+    return Path("/tmp") / f"pynamesrv-{os.getuid()}" / f"{name[:32]}-{pid}"
+
+
+def store_dir(name: str, port: int, pid: int) -> Path:
+    """Per-node LMDB directory, in shared memory when the machine has /dev/shm."""
+    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path("/tmp")
+    return base / f"pynamesrv-{os.getuid()}" / f"{name[:32]}-{port}-{pid}"
+
+
+def io_endpoint(run: Path, index: int) -> str:
+    return f"ipc://{run}/io-{index}.ipc"
+
+
+def control_endpoint(run: Path) -> str:
+    return f"ipc://{run}/ctl.ipc"
