@@ -26,5 +26,7 @@ def create_state(path: Path, settings: NodeSettings) -> Store:
 def _init_config(store: Store, settings: NodeSettings) -> None:
     from state import nsconfig
 
-    nsconfig.initialize(store, settings.properties, str(settings.config_store_path),
+    resolved = {**settings.properties, "listenPort": str(settings.port),
+                "bindAddress": settings.host, "nodeName": settings.name}
+    nsconfig.initialize(store, resolved, str(settings.config_store_path),
                         str(settings.kv_config_path))

@@ -8,6 +8,7 @@ The loop is a plain blocking poller: no event loop is needed here.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -68,10 +69,9 @@ class BusinessWorker:
             self._send(sock, [wire.HELLO])
 
     def _send(self, sock: zmq.Socket, parts: list[bytes]) -> None:
-        try:
+        # zmq.Again: the I/O worker is gone; its connections died with it
+        with contextlib.suppress(zmq.Again):
             sock.send_multipart(parts, flags=zmq.NOBLOCK)
-        except zmq.Again:
-            pass  # the I/O worker is gone; its connections died with it
 
     def serve(self) -> None:
         next_hello = 0.0
@@ -113,7 +113,7 @@ class BusinessWorker:
             cmd = decode_command(frame)
         except FrameError as exc:
             log.warning("event=bad_header channel=%s error=%r", channel, str(exc))
-            return b""
+            return wire.CLOSE
         if cmd.is_response:
             return b""
         try:

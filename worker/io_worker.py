@@ -69,8 +69,7 @@ class Connection(asyncio.Protocol):
         self.last_active = 0.0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = transport  # type: ignore[assignment]
         sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -277,7 +276,11 @@ class Hub:
             reply = msg[i + 1]
             if reply:
                 conn = conns.get(msg[i])
-                if conn is not None:
+                if conn is None:
+                    continue
+                if reply == wire.CLOSE:
+                    conn.close(abort=True)
+                else:
                     conn.write(reply)
 
     # -- timers ------------------------------------------------------------

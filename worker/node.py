@@ -201,10 +201,22 @@ class Controller:
 
 
 def bind_guard(host: str, port: int) -> socket.socket:
-    """Hold the port (bound, not listening) so a foreign process cannot take it."""
+    """Hold the port (bound, not listening) so a foreign process cannot take it.
+
+    A plain bind first proves nobody holds the port, not even another node
+    whose SO_REUSEPORT sockets would otherwise silently share it with us.
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    probe = socket.socket(family, socket.SOCK_STREAM)
+    _bind_or_fail(probe, host, port)
+    probe.close()
+    guard = socket.socket(family, socket.SOCK_STREAM)
+    guard.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    _bind_or_fail(guard, host, port)
+    return guard
+
+
+def _bind_or_fail(sock: socket.socket, host: str, port: int) -> None:
     try:
         sock.bind((host, port))
     except OSError as exc:
@@ -212,7 +224,6 @@ def bind_guard(host: str, port: int) -> socket.socket:
         if exc.errno == errno.EADDRINUSE:
             raise UserError(f"port {port} on {host} is already in use") from None
         raise UserError(f"cannot bind {host}:{port}: {exc.strerror}") from None
-    return sock
 
 
 def _prepare_data_dir(path: Path) -> None:

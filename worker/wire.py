@@ -9,6 +9,7 @@ HELLO = b"H"      # heartbeat / hello, both directions
 REQUESTS = b"Q"   # I/O -> business: conn, frame, conn, frame, ...
 EVENT = b"E"      # I/O -> business: conn, peer (channel destroyed)
 REPLIES = b"P"    # business -> I/O: conn, reply, conn, reply, ... (empty reply: none)
+CLOSE = b"\x00"   # a reply that is no frame: the header was malformed, close the connection
 
 HEARTBEAT_S = 0.25
 PEER_DEAD_S = 1.5      # a business worker silent this long is dead (or stopped)

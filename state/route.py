@@ -1,0 +1,455 @@
+"""RouteInfoManager: the NameServer's route tables and their algorithms (4.9.8 semantics).
+
+Functions take a `state.store.Txn` (read or write, opened by the caller, so one
+request sees one consistent view) and `now` in milliseconds where time matters.
+The three housekeeping entry points at the end (`on_channel_destroy`,
+`cleanup_channel_prefix`, `scan_not_active`) take the Store and open a write
+transaction only when a read shows there is something to remove.
+
+Stored shapes: topic → {brokerName: QueueData}; broker → BrokerData with
+`brokerAddrs` keyed by the id as a decimal string; cluster → [brokerName];
+live → {lastUpdateTimestamp, dataVersion, channel, haServerAddr[,
+heartbeatTimeoutMillis]}; filter → [addr]; channel → [brokerAddr].
+
+Deliberate choices where 4.9 and 5.x differ (5.x fixes adopted):
+* onChannelDestroy removes every broker registered over the closed channel
+  (4.9 and 5.x remove only the first one found; the rest would linger until
+  expiry). With no broker bound to the channel, the 4.9 fallback to the peer
+  address applies.
+* QUERY_DATA_VERSION without a body answers changed=true (5.x) instead of
+  failing with a NullPointerException (4.9).
+* A live entry keeps a 5.x broker's `heartbeatTimeoutMillis`; expiry uses it
+  instead of the node-wide timeout when present (5.x).
+* REGISTER_TOPIC_IN_NAMESRV and GET_BROKER_MEMBER_GROUP are served (5.x codes).
+Everything else follows 4.9: topic configs only from the master (id 0) on a
+first registration or a data-version change, unregistration by id, and a topic's
+queue data removed only when its broker name disappears entirely.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from state.javaorder import hashmap_order
+from state.store import Store, Txn
+
+PERM_WRITE = 2
+PERM_READ = 4
+FLAG_UNIT = 1
+FLAG_UNIT_SUB = 2
+MASTER_ID = "0"
+
+
+def dv_equal(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """DataVersion equality: counter and timestamp (and 5.x stateVersion when sent)."""
+    if a is None or b is None:
+        return False
+    return (a.get("counter"), a.get("timestamp"), a.get("stateVersion", 0)) == (
+        b.get("counter"), b.get("timestamp"), b.get("stateVersion", 0))
+
+
+def queue_data(name: str, tc: dict[str, Any]) -> dict[str, Any]:
+    return {"brokerName": name, "perm": int(tc.get("perm", 6)),
+            "readQueueNums": int(tc.get("readQueueNums", 16)),
+            "topicSysFlag": int(tc.get("topicSysFlag", 0)),
+            "writeQueueNums": int(tc.get("writeQueueNums", 16))}
+
+
+def public_broker_data(bd: dict[str, Any]) -> dict[str, Any]:
+    """BrokerData as the body encoders want it: integer ids in ascending order."""
+    addrs = {int(k): v for k, v in bd["brokerAddrs"].items()}
+    return {"brokerAddrs": dict(sorted(addrs.items())), "brokerName": bd["brokerName"],
+            "cluster": bd["cluster"]}
+
+
+# ---------------------------------------------------------------- registration
+
+def register_broker(t: Txn, cluster: str, addr: str, name: str, broker_id: int,
+                    ha_addr: str | None, data_version: dict[str, Any],
+                    topic_configs: dict[str, Any] | None, filter_servers: list[str] | None,
+                    channel: str, now: int, heartbeat_timeout: int | None = None
+                    ) -> dict[str, str | None]:
+    """4.9 registerBroker; returns {"haServerAddr", "masterAddr"} (None unless a live master)."""
+    _add_to_cluster(t, cluster, name)
+    first = _put_broker_addr(t, cluster, name, str(broker_id), addr)
+    old_live = t.get("live", addr)
+    if topic_configs is not None and broker_id == 0 and (
+            first or old_live is None or not dv_equal(old_live["dataVersion"], data_version)):
+        _apply_topic_configs(t, name, topic_configs)
+    _put_live(t, addr, old_live, {"lastUpdateTimestamp": now, "dataVersion": data_version,
+                                   "channel": channel, "haServerAddr": ha_addr}, heartbeat_timeout)
+    if filter_servers is not None:
+        if filter_servers:
+            t.put("filter", addr, list(filter_servers))
+        else:
+            t.delete("filter", addr)
+    return _slave_result(t, name, broker_id)
+
+
+def _add_to_cluster(t: Txn, cluster: str, name: str) -> None:
+    names = t.get("cluster", cluster) or []
+    if name not in names:
+        t.put("cluster", cluster, [*names, name])
+
+
+def _put_broker_addr(t: Txn, cluster: str, name: str, bid: str, addr: str) -> bool:
+    """Id switch + put; True when this is a first registration of the name or the id."""
+    bd = t.get("broker", name)
+    first = bd is None
+    if bd is None:
+        bd = {"brokerAddrs": {}, "brokerName": name, "cluster": cluster}
+    addrs = {k: v for k, v in bd["brokerAddrs"].items() if not (v == addr and k != bid)}
+    first = first or bid not in addrs
+    addrs[bid] = addr
+    bd["brokerAddrs"] = dict(sorted(addrs.items(), key=lambda kv: int(kv[0])))
+    t.put("broker", name, bd)
+    return first
+
+
+def _apply_topic_configs(t: Txn, name: str, topic_configs: dict[str, Any]) -> None:
+    for key, tc in topic_configs.items():
+        topic = tc.get("topicName") or key
+        qmap = t.get("topic", topic) or {}
+        qmap[name] = queue_data(name, tc)
+        t.put("topic", topic, qmap)
+
+
+def _put_live(t: Txn, addr: str, old: dict[str, Any] | None, live: dict[str, Any],
+              heartbeat_timeout: int | None) -> None:
+    if heartbeat_timeout is not None:
+        live["heartbeatTimeoutMillis"] = heartbeat_timeout
+    old_channel = old.get("channel") if old else None
+    if old_channel != live["channel"]:
+        if old_channel is not None:
+            _unbind_channel(t, old_channel, addr)
+        _bind_channel(t, live["channel"], addr)
+    t.put("live", addr, live)
+
+
+def _bind_channel(t: Txn, channel: str, addr: str) -> None:
+    addrs = t.get("channel", channel) or []
+    if addr not in addrs:
+        t.put("channel", channel, [*addrs, addr])
+
+
+def _unbind_channel(t: Txn, channel: str, addr: str) -> None:
+    addrs = [a for a in (t.get("channel", channel) or []) if a != addr]
+    if addrs:
+        t.put("channel", channel, addrs)
+    else:
+        t.delete("channel", channel)
+
+
+def _slave_result(t: Txn, name: str, broker_id: int) -> dict[str, str | None]:
+    result: dict[str, str | None] = {"haServerAddr": None, "masterAddr": None}
+    if broker_id == 0:
+        return result
+    master = t.get("broker", name)["brokerAddrs"].get(MASTER_ID)
+    master_live = t.get("live", master) if master else None
+    if master_live is not None:
+        result = {"haServerAddr": master_live.get("haServerAddr"), "masterAddr": master}
+    return result
+
+
+# ---------------------------------------------------------------- removal
+
+def _remove_live(t: Txn, addr: str) -> None:
+    live = t.get("live", addr)
+    if live is not None:
+        if live.get("channel") is not None:
+            _unbind_channel(t, live["channel"], addr)
+        t.delete("live", addr)
+    t.delete("filter", addr)
+
+
+def _remove_broker_name(t: Txn, name: str, cluster: str | None) -> None:
+    """A broker name vanished: drop it from its cluster and from every topic."""
+    if cluster is None:
+        cluster = next((c for c, names in t.items("cluster") if name in names), None)
+    names = t.get("cluster", cluster) if cluster is not None else None
+    if names is not None and name in names:
+        rest = [n for n in names if n != name]
+        if rest:
+            t.put("cluster", cluster, rest)  # type: ignore[arg-type]
+        else:
+            t.delete("cluster", cluster)  # type: ignore[arg-type]
+    remove_queue_datas(t, {name})
+
+
+def remove_queue_datas(t: Txn, names: set[str]) -> None:
+    """Remove the QueueData of `names` from every topic; drop topics left empty."""
+    changes = [(topic, {n: q for n, q in qmap.items() if n not in names})
+               for topic, qmap in t.items("topic") if names.intersection(qmap)]
+    for topic, rest in changes:
+        if rest:
+            t.put("topic", topic, rest)
+        else:
+            t.delete("topic", topic)
+
+
+def unregister_broker(t: Txn, cluster: str, addr: str, name: str, broker_id: int) -> None:
+    """4.9 unregisterBroker: live/filter by address, BrokerData entry by id."""
+    _remove_live(t, addr)
+    bd = t.get("broker", name)
+    if bd is None:
+        return
+    bd["brokerAddrs"].pop(str(broker_id), None)
+    if bd["brokerAddrs"]:
+        t.put("broker", name, bd)
+        return
+    t.delete("broker", name)
+    _remove_broker_name(t, name, cluster)
+
+
+def destroy_addr(t: Txn, addr: str) -> bool:
+    """4.9 onChannelDestroy for one broker address; True if anything was removed."""
+    found = t.get("live", addr) is not None or t.get("filter", addr) is not None
+    _remove_live(t, addr)
+    for name, bd in t.items("broker"):
+        ids = [k for k, v in bd["brokerAddrs"].items() if v == addr]
+        if not ids:
+            continue
+        bd["brokerAddrs"].pop(ids[0])
+        if bd["brokerAddrs"]:
+            t.put("broker", name, bd)
+        else:
+            t.delete("broker", name)
+            _remove_broker_name(t, name, None)
+        return True
+    return found
+
+
+def channel_targets(t: Txn, channel: str, peer: str | None) -> list[str]:
+    """Broker addresses an onChannelDestroy of `channel` would remove (peer as fallback)."""
+    addrs = t.get("channel", channel)
+    if addrs:
+        return list(addrs)
+    if peer and (t.get("live", peer) is not None or _addr_in_brokers(t, peer)):
+        return [peer]
+    return []
+
+
+def _addr_in_brokers(t: Txn, addr: str) -> bool:
+    return any(addr in bd["brokerAddrs"].values() for _, bd in t.items("broker"))
+
+
+def on_channel_destroy_txn(t: Txn, channel: str, peer: str | None) -> list[str]:
+    """Remove every broker bound to `channel` (or the one at `peer`); returns their addresses."""
+    targets = channel_targets(t, channel, peer)
+    for addr in targets:
+        destroy_addr(t, addr)
+    return targets
+
+
+def channels_with_prefix(t: Txn, prefix: str) -> list[str]:
+    return [ch for ch, _ in t.items("channel", prefix)]
+
+
+def cleanup_channel_prefix_txn(t: Txn, prefix: str) -> list[str]:
+    """Remove every broker whose channel id starts with `prefix` (a dead I/O worker)."""
+    removed: list[str] = []
+    for ch in channels_with_prefix(t, prefix):
+        removed.extend(on_channel_destroy_txn(t, ch, None))
+    return removed
+
+
+def expired(t: Txn, now: int, timeout_ms: int) -> list[str]:
+    """Addresses whose last heartbeat is strictly older than their timeout."""
+    out = []
+    for addr, live in t.items("live"):
+        timeout = live.get("heartbeatTimeoutMillis") or timeout_ms
+        if live["lastUpdateTimestamp"] + timeout < now:
+            out.append(addr)
+    return out
+
+
+def scan_not_active_txn(t: Txn, now: int, timeout_ms: int) -> int:
+    """Expire brokers (4.9 scanNotActiveBroker); returns the number of removed live entries."""
+    addrs = expired(t, now, timeout_ms)
+    for addr in addrs:
+        destroy_addr(t, addr)
+    return len(addrs)
+
+
+# ---------------------------------------------------------------- heartbeats
+
+def query_data_version(t: Txn, addr: str, dv: dict[str, Any] | None, now: int
+                       ) -> tuple[bool, dict[str, Any] | None]:
+    """(changed, stored DataVersion); the heartbeat is refreshed only when unchanged (4.9)."""
+    live = t.get("live", addr)
+    stored = live["dataVersion"] if live else None
+    changed = live is None or not dv_equal(stored, dv)
+    if not changed:
+        live["lastUpdateTimestamp"] = now  # type: ignore[index]
+        t.put("live", addr, live)
+    return changed, stored
+
+
+def broker_heartbeat(t: Txn, addr: str, now: int) -> bool:
+    live = t.get("live", addr)
+    if live is None:
+        return False
+    live["lastUpdateTimestamp"] = now
+    t.put("live", addr, live)
+    return True
+
+
+# ---------------------------------------------------------------- queries
+
+def pickup_topic_route_data(t: Txn, topic: str) -> dict[str, Any] | None:
+    """TopicRouteData of `topic` (without orderTopicConf), or None when it has no live broker."""
+    qmap = t.get("topic", topic)
+    if not qmap:
+        return None
+    broker_datas = []
+    filters: dict[str, list[str]] = {}
+    for name in qmap:
+        bd = t.get("broker", name)
+        if bd is None:
+            continue
+        broker_datas.append(public_broker_data(bd))
+        for addr in bd["brokerAddrs"].values():
+            fs = t.get("filter", addr)
+            if fs:
+                filters[addr] = fs
+    if not broker_datas:
+        return None
+    return {"brokerDatas": broker_datas, "filterServerTable": filters,
+            "orderTopicConf": None, "queueDatas": list(qmap.values())}
+
+
+def cluster_info(t: Txn) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """(brokerAddrTable, clusterAddrTable) in Java HashMap order."""
+    brokers = dict(t.items("broker"))
+    clusters = dict(t.items("cluster"))
+    bat = {n: public_broker_data(brokers[n]) for n in hashmap_order(brokers)}
+    cat = {c: hashmap_order(clusters[c]) for c in hashmap_order(clusters)}
+    return bat, cat
+
+
+def all_topics(t: Txn) -> list[str]:
+    return hashmap_order(t.keys("topic"))
+
+
+def topics_by_cluster(t: Txn, cluster: str) -> list[str]:
+    names = set(t.get("cluster", cluster) or ())
+    if not names:
+        return []
+    return hashmap_order(topic for topic, qmap in t.items("topic") if names.intersection(qmap))
+
+
+def system_topics(t: Txn) -> tuple[list[str], str | None]:
+    """Every cluster name and broker name, plus the first address of the first broker."""
+    brokers = dict(t.items("broker"))
+    names = set(brokers)
+    for cluster, members in t.items("cluster"):
+        names.add(cluster)
+        names.update(members)
+    first_addr = None
+    for name in hashmap_order(brokers):
+        addrs = public_broker_data(brokers[name])["brokerAddrs"]
+        if addrs:
+            first_addr = next(iter(addrs.values()))
+            break
+    return hashmap_order(names), first_addr
+
+
+def _unit_filter(code: int) -> Any:
+    if code == 311:
+        return lambda f: bool(f & FLAG_UNIT)
+    if code == 312:
+        return lambda f: bool(f & FLAG_UNIT_SUB)
+    return lambda f: bool(f & FLAG_UNIT_SUB) and not f & FLAG_UNIT
+
+
+def unit_topics(t: Txn, code: int) -> list[str]:
+    """Codes 311/312/313: topics whose first QueueData has the matching topicSysFlag."""
+    keep = _unit_filter(code)
+    out = [topic for topic, qmap in t.items("topic")
+           if qmap and keep(next(iter(qmap.values()))["topicSysFlag"])]
+    return hashmap_order(out)
+
+
+def broker_member_group(t: Txn, name: str) -> dict[int, str]:
+    bd = t.get("broker", name)
+    return public_broker_data(bd)["brokerAddrs"] if bd else {}
+
+
+# ---------------------------------------------------------------- admin writes
+
+def change_write_perm(t: Txn, name: str, add: bool) -> int:
+    """Wipe (perm &= ~W) or add (perm = R|W) the write bit on every topic of `name`."""
+    updates = []
+    for topic, qmap in t.items("topic"):
+        qd = qmap.get(name)
+        if qd is None:
+            continue
+        qd["perm"] = PERM_READ | PERM_WRITE if add else qd["perm"] & ~PERM_WRITE
+        updates.append((topic, qmap))
+    for topic, qmap in updates:
+        t.put("topic", topic, qmap)
+    return len(updates)
+
+
+def delete_topic(t: Txn, topic: str, cluster: str | None = None) -> None:
+    """Remove the topic, or only its queue data on the brokers of `cluster`."""
+    if not cluster:
+        t.delete("topic", topic)
+        return
+    names = set(t.get("cluster", cluster) or ())
+    qmap = t.get("topic", topic)
+    if not names or qmap is None:
+        return
+    rest = {n: q for n, q in qmap.items() if n not in names}
+    if rest:
+        t.put("topic", topic, rest)
+    else:
+        t.delete("topic", topic)
+
+
+def register_topic(t: Txn, topic: str, queue_datas: Iterable[dict[str, Any]]) -> None:
+    """5.x registerTopic: stops at the first QueueData whose broker is unknown."""
+    existing = t.get("topic", topic)
+    qmap = dict(existing or {})
+    for qd in queue_datas:
+        name = qd.get("brokerName")
+        if not name or t.get("broker", name) is None:
+            break
+        qmap[name] = queue_data(name, qd)
+    else:
+        if qmap:
+            t.put("topic", topic, qmap)
+        return
+    if existing is not None and qmap != existing:
+        t.put("topic", topic, qmap)
+
+
+
+# ---------------------------------------------------------------- store-level entry points
+
+def on_channel_destroy(store: Store, channel: str, peer: str | None) -> list[str]:
+    """Remove the brokers of a closed connection; writes only when one is bound to it."""
+    with store.read() as t:
+        if not channel_targets(t, channel, peer):
+            return []
+    with store.write() as t:
+        return on_channel_destroy_txn(t, channel, peer)
+
+
+def cleanup_channel_prefix(store: Store, prefix: str) -> int:
+    """Remove every broker of a dead I/O worker (channel ids `prefix...`); returns the count."""
+    with store.read() as t:
+        if not channels_with_prefix(t, prefix):
+            return 0
+    with store.write() as t:
+        return len(cleanup_channel_prefix_txn(t, prefix))
+
+
+def scan_not_active(store: Store, now: int, timeout_ms: int) -> int:
+    """The expiry scan: writes only when a broker expired (re-checked inside the write)."""
+    with store.read() as t:
+        if not expired(t, now, timeout_ms):
+            return 0
+    with store.write() as t:
+        return scan_not_active_txn(t, now, timeout_ms)

@@ -1,0 +1,144 @@
+"""The node's shared state: one LMDB environment (on /dev/shm) with a sub-database per table.
+
+Several processes open the same environment. Readers take one read
+transaction per request (a consistent multi-table view that never waits for a
+writer); writers are serialized by LMDB's robust process-shared lock, so a
+writer killed at any instruction leaves the last committed state and no held
+lock behind. Route tables are volatile, as in Java, so the environment is
+opened without fsync; the KV file is made durable separately (`state.kvconfig`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import lmdb
+import orjson
+
+TABLES: tuple[str, ...] = (
+    "topic", "broker", "cluster", "live", "filter", "channel", "kv", "config", "meta",
+)
+# Tables whose content is visible in route replies: a real change bumps meta["gen"].
+ROUTE_TABLES = frozenset({"topic", "broker", "cluster", "filter"})
+MAX_READERS = 256
+DEFAULT_MAP_SIZE = 256 * 1024 * 1024
+_OPTS = orjson.OPT_NON_STR_KEYS
+
+
+def dumps(value: Any) -> bytes:
+    return orjson.dumps(value, option=_OPTS)
+
+
+class Txn:
+    """One LMDB transaction with JSON values and str keys, per named table."""
+
+    __slots__ = ("_txn", "_dbs", "route_changed")
+
+    def __init__(self, txn: lmdb.Transaction, dbs: dict[str, Any]) -> None:
+        self._txn = txn
+        self._dbs = dbs
+        self.route_changed = False
+
+    def get(self, table: str, key: str) -> Any:
+        raw = self._txn.get(key.encode(), db=self._dbs[table])
+        return None if raw is None else orjson.loads(raw)
+
+    def put(self, table: str, key: str, value: Any) -> None:
+        """Store `value`; an identical value is not rewritten (no spurious generation bump)."""
+        db = self._dbs[table]
+        k = key.encode()
+        raw = dumps(value)
+        if self._txn.get(k, db=db) == raw:
+            return
+        self._txn.put(k, raw, db=db)
+        if table in ROUTE_TABLES:
+            self.route_changed = True
+
+    def delete(self, table: str, key: str) -> bool:
+        removed = self._txn.delete(key.encode(), db=self._dbs[table])
+        if removed and table in ROUTE_TABLES:
+            self.route_changed = True
+        return bool(removed)
+
+    def items(self, table: str, prefix: str = "") -> Iterator[tuple[str, Any]]:
+        """(key, value) pairs in key order, optionally only keys starting with `prefix`."""
+        p = prefix.encode()
+        with self._txn.cursor(db=self._dbs[table]) as cur:
+            ok = cur.set_range(p) if p else cur.first()
+            while ok:
+                k = bytes(cur.key())
+                if not k.startswith(p):
+                    break
+                yield k.decode(), orjson.loads(cur.value())
+                ok = cur.next()
+
+    def keys(self, table: str) -> list[str]:
+        with self._txn.cursor(db=self._dbs[table]) as cur:
+            return [bytes(k).decode() for k in cur.iternext(keys=True, values=False)]
+
+    def generation(self) -> int:
+        return self.get("meta", "gen") or 0
+
+
+class Store:
+    """An opened environment. `create` in the controller, `open` in every worker after spawn."""
+
+    def __init__(self, path: str | os.PathLike[str], env: lmdb.Environment,
+                 dbs: dict[str, Any]) -> None:
+        self.path = os.fspath(path)
+        self.env = env
+        self._dbs = dbs
+
+    @classmethod
+    def create(cls, path: str | os.PathLike[str], map_size: int = DEFAULT_MAP_SIZE) -> Store:
+        """Wipe whatever is at `path` and create an empty store there."""
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path, mode=0o700)
+        return cls._open(path, map_size, create=True)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> Store:
+        """Open an existing store; the map size recorded by the creator is used."""
+        if not os.path.isdir(path):
+            raise FileNotFoundError(f"no store at {path}")
+        return cls._open(path, 0, create=False)
+
+    @classmethod
+    def _open(cls, path: str | os.PathLike[str], map_size: int, create: bool) -> Store:
+        env = lmdb.open(
+            os.fspath(path), map_size=map_size, subdir=True, create=create,
+            max_dbs=len(TABLES) + 2, max_readers=MAX_READERS, lock=True,
+            sync=False, metasync=False, readahead=False, meminit=False,
+        )
+        dbs = {name: env.open_db(name.encode(), create=create) for name in TABLES}
+        return cls(path, env, dbs)
+
+    @contextmanager
+    def read(self) -> Iterator[Txn]:
+        with self.env.begin(write=False, buffers=False) as txn:
+            yield Txn(txn, self._dbs)
+
+    @contextmanager
+    def write(self) -> Iterator[Txn]:
+        """A write transaction; commits on normal exit, aborts on exception."""
+        with self.env.begin(write=True) as txn:
+            t = Txn(txn, self._dbs)
+            yield t
+            if t.route_changed:
+                txn.put(b"gen", dumps(t.generation() + 1), db=self._dbs["meta"])
+
+    def reader_check(self) -> int:
+        """Free reader slots of dead processes; returns how many were freed."""
+        return int(self.env.reader_check())
+
+    def close(self) -> None:
+        self.env.close()  # idempotent
+
+    def destroy(self) -> None:
+        """Close and remove the store's files."""
+        self.close()
+        shutil.rmtree(self.path, ignore_errors=True)

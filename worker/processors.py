@@ -1,0 +1,375 @@
+"""Request processors: one small function per request code (DefaultRequestProcessor).
+
+`handle` never raises. Unknown codes get REQUEST_CODE_NOT_SUPPORTED (5.x; 4.9
+sends nothing and the caller times out), exceptions get SYSTEM_ERROR with
+"ExceptionName: message", oneway requests run and get no reply, and frames
+that are themselves responses are ignored. Each handler uses one LMDB
+transaction, so a reply reflects one consistent state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from cluster.protocol import bodies
+from cluster.protocol.codes import V4_9_4, RequestCode, ResponseCode
+from cluster.protocol.command import RemotingCommand, response_to
+from cluster.protocol.lenient import loads_lenient
+from cluster.protocol.properties import PropertiesError, parse_properties
+from state import kvconfig, nsconfig, route
+from state.snapshot import take_snapshot
+from worker.context import NodeContext
+
+Handler = Callable[[NodeContext, RemotingCommand, str, str], RemotingCommand]
+RC = ResponseCode
+FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
+
+
+class MissingField(ValueError):
+    """A header field the handler needs is absent (Java fails with a NullPointerException)."""
+
+
+def _field(cmd: RemotingCommand, name: str) -> str:
+    value = cmd.field(name)
+    if value is None:
+        raise MissingField(f"header field {name} is null")
+    return value
+
+
+def _long(cmd: RemotingCommand, name: str) -> int:
+    return int(_field(cmd, name))
+
+
+def _flag(cmd: RemotingCommand, name: str) -> bool:
+    """Java Boolean.parseBoolean of an optional header field."""
+    return (cmd.field(name) or "").lower() == "true"
+
+
+def _jstr(value: str | None) -> str:
+    return "null" if value is None else value
+
+
+def _ok(cmd: RemotingCommand, ext: dict[str, str] | None = None,
+        body: bytes | None = None) -> RemotingCommand:
+    return response_to(cmd, RC.SUCCESS, ext_fields=ext, body=body)
+
+
+def _present(values: dict[str, str | None]) -> dict[str, str]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+# ---------------------------------------------------------------- KV config
+
+def put_kv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                  ) -> RemotingCommand:
+    ns, key = cmd.field("namespace"), cmd.field("key")
+    if ns is None or key is None:
+        return response_to(cmd, RC.SYSTEM_ERROR, "namespace or key is null")
+    with ctx.store.write() as t:
+        kvconfig.put(t, nsconfig.get(t, "kvConfigPath"), ns, key, cmd.field("value"))
+    return _ok(cmd)
+
+
+def get_kv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                  ) -> RemotingCommand:
+    ns, key = cmd.field("namespace"), cmd.field("key")
+    with ctx.store.read() as t:
+        value = kvconfig.get(t, ns, key) if ns is not None and key is not None else None
+    if value is None:
+        remark = f"No config item, Namespace: {_jstr(ns)} Key: {_jstr(key)}"
+        return response_to(cmd, RC.QUERY_NOT_FOUND, remark, ext_fields={})
+    return _ok(cmd, {"value": value})
+
+
+def delete_kv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                     ) -> RemotingCommand:
+    ns, key = cmd.field("namespace"), cmd.field("key")
+    with ctx.store.write() as t:
+        path = nsconfig.get(t, "kvConfigPath")
+        if ns is not None and key is not None:
+            kvconfig.delete(t, path, ns, key)
+        else:
+            kvconfig.persist(t, path)
+    return _ok(cmd)
+
+
+def get_kvlist_by_namespace(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                            ) -> RemotingCommand:
+    ns = cmd.field("namespace")
+    with ctx.store.read() as t:
+        table = kvconfig.get_namespace(t, ns) if ns is not None else None
+    if table is None:
+        return response_to(cmd, RC.QUERY_NOT_FOUND, f"No config item, Namespace: {_jstr(ns)}")
+    return _ok(cmd, body=bodies.encode_kv_table(table))
+
+
+# ---------------------------------------------------------------- broker registration
+
+def _register_body(cmd: RemotingCommand, now: int) -> bodies.RegisterBody:
+    return bodies.decode_register_body(cmd.body, _flag(cmd, "compressed"), cmd.version,
+                                       now_ms=now)
+
+
+def _crc_ok(cmd: RemotingCommand) -> bool:
+    expected = int(cmd.field("bodyCrc32") or 0)
+    return expected == 0 or expected == bodies.crc32_java(cmd.body or b"")
+
+
+def _order_kv_body(t: Any) -> bytes | None:
+    if not nsconfig.get_bool(t, "returnOrderTopicConfigToBroker"):
+        return None
+    table = kvconfig.get_namespace(t, kvconfig.ORDER_TOPIC_CONFIG)
+    return None if table is None else bodies.encode_kv_table(table)
+
+
+def register_broker(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                    ) -> RemotingCommand:
+    if not _crc_ok(cmd):
+        return response_to(cmd, RC.SYSTEM_ERROR, "crc32 not match")
+    now = ctx.clock()
+    rb = _register_body(cmd, now)
+    timeout = cmd.field("heartbeatTimeoutMillis")
+    with ctx.store.write() as t:
+        result = route.register_broker(
+            t, _field(cmd, "clusterName"), _field(cmd, "brokerAddr"), _field(cmd, "brokerName"),
+            _long(cmd, "brokerId"), cmd.field("haServerAddr"), rb.data_version, rb.topic_configs,
+            rb.filter_servers, channel, now, int(timeout) if timeout else None)
+        body = _order_kv_body(t)
+    return _ok(cmd, _present(result), body)
+
+
+def unregister_broker(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                      ) -> RemotingCommand:
+    with ctx.store.write() as t:
+        route.unregister_broker(t, _field(cmd, "clusterName"), _field(cmd, "brokerAddr"),
+                                _field(cmd, "brokerName"), _long(cmd, "brokerId"))
+    return _ok(cmd)
+
+
+def query_data_version(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                       ) -> RemotingCommand:
+    dv = loads_lenient(cmd.body) if cmd.body else None
+    with ctx.store.write() as t:
+        changed, stored = route.query_data_version(t, _field(cmd, "brokerAddr"), dv, ctx.clock())
+    body = bodies.encode_data_version(stored) if stored is not None else None
+    return _ok(cmd, {"changed": "true" if changed else "false"}, body)
+
+
+def broker_heartbeat(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                     ) -> RemotingCommand:
+    with ctx.store.write() as t:
+        route.broker_heartbeat(t, _field(cmd, "brokerAddr"), ctx.clock())
+    return _ok(cmd)
+
+
+# ---------------------------------------------------------------- route queries
+
+def _route_body(ctx: NodeContext, t: Any, topic: str, standard: bool) -> bytes | None:
+    order = kvconfig.get(t, kvconfig.ORDER_TOPIC_CONFIG, topic) \
+        if nsconfig.get_bool(t, "orderMessageEnable") else None
+    key = (topic, standard, order)
+    body = ctx.route_cache.get(t.generation(), key)
+    if body is None:
+        data = route.pickup_topic_route_data(t, topic)
+        if data is None:
+            return None
+        data["orderTopicConf"] = order
+        body = bodies.encode_topic_route(data, standard)
+        ctx.route_cache.put(key, body)
+    return body
+
+
+def get_routeinfo_by_topic(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                           ) -> RemotingCommand:
+    topic = _field(cmd, "topic")
+    standard = cmd.version >= V4_9_4 or _flag(cmd, "acceptStandardJsonOnly")
+    with ctx.store.read() as t:
+        body = _route_body(ctx, t, topic, standard)
+    if body is None:
+        remark = (f"No topic route info in name server for the topic: {topic}"
+                  f"\nSee {FAQ_URL} for further details.")
+        return response_to(cmd, RC.TOPIC_NOT_EXIST, remark)
+    return _ok(cmd, body=body)
+
+
+def get_broker_cluster_info(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                            ) -> RemotingCommand:
+    with ctx.store.read() as t:
+        brokers, clusters = route.cluster_info(t)
+    return _ok(cmd, body=bodies.encode_cluster_info(brokers, clusters))
+
+
+def get_broker_member_group(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                            ) -> RemotingCommand:
+    cluster, name = cmd.field("clusterName"), cmd.field("brokerName")
+    with ctx.store.read() as t:
+        addrs = route.broker_member_group(t, name) if name is not None else {}
+    return _ok(cmd, body=bodies.encode_broker_member_group(cluster, name, addrs))
+
+
+# ---------------------------------------------------------------- topic lists
+
+def _disabled(cmd: RemotingCommand) -> RemotingCommand:
+    return response_to(cmd, RC.SYSTEM_ERROR, "disable")
+
+
+def get_all_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                       ) -> RemotingCommand:
+    with ctx.store.read() as t:
+        if not nsconfig.get_bool(t, "enableAllTopicList"):
+            return _disabled(cmd)
+        topics = route.all_topics(t)
+    return _ok(cmd, body=bodies.encode_topic_list(topics))
+
+
+def get_topics_by_cluster(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                          ) -> RemotingCommand:
+    cluster = cmd.field("cluster")
+    with ctx.store.read() as t:
+        if not nsconfig.get_bool(t, "enableTopicList"):
+            return _disabled(cmd)
+        topics = route.topics_by_cluster(t, cluster) if cluster is not None else []
+    return _ok(cmd, body=bodies.encode_topic_list(topics))
+
+
+def get_system_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                          ) -> RemotingCommand:
+    with ctx.store.read() as t:
+        topics, addr = route.system_topics(t)
+    return _ok(cmd, body=bodies.encode_topic_list(topics, addr))
+
+
+def get_unit_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                        ) -> RemotingCommand:
+    with ctx.store.read() as t:
+        if not nsconfig.get_bool(t, "enableTopicList"):
+            return _disabled(cmd)
+        topics = route.unit_topics(t, cmd.code)
+    return _ok(cmd, body=bodies.encode_topic_list(topics))
+
+
+# ---------------------------------------------------------------- admin writes
+
+def wipe_write_perm(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                    ) -> RemotingCommand:
+    with ctx.store.write() as t:
+        count = route.change_write_perm(t, _field(cmd, "brokerName"), add=False)
+    return _ok(cmd, {"wipeTopicCount": str(count)})
+
+
+def add_write_perm(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                   ) -> RemotingCommand:
+    with ctx.store.write() as t:
+        count = route.change_write_perm(t, _field(cmd, "brokerName"), add=True)
+    return _ok(cmd, {"addTopicCount": str(count)})
+
+
+def delete_topic(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                 ) -> RemotingCommand:
+    with ctx.store.write() as t:
+        route.delete_topic(t, _field(cmd, "topic"), cmd.field("clusterName"))
+    return _ok(cmd)
+
+
+def register_topic(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                   ) -> RemotingCommand:
+    topic = _field(cmd, "topic")
+    data = loads_lenient(cmd.body) if cmd.body else None
+    queue_datas = (data or {}).get("queueDatas") or []
+    if queue_datas:
+        with ctx.store.write() as t:
+            route.register_topic(t, topic, queue_datas)
+    return _ok(cmd)
+
+
+# ---------------------------------------------------------------- namesrv config
+
+def update_namesrv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                          ) -> RemotingCommand:
+    if not cmd.body:
+        return _ok(cmd)
+    try:
+        props = parse_properties(cmd.body.decode("utf-8"))
+    except (PropertiesError, UnicodeDecodeError):
+        return response_to(cmd, RC.SYSTEM_ERROR, nsconfig.PARSE_REMARK)
+    with ctx.store.write() as t:
+        code, remark = nsconfig.update(t, props)
+    return response_to(cmd, code, remark)
+
+
+def get_namesrv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                       ) -> RemotingCommand:
+    with ctx.store.read() as t:
+        text = nsconfig.properties_text(t)
+    return _ok(cmd, body=text.encode("utf-8") if text else None)
+
+
+def get_node_snapshot(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                      ) -> RemotingCommand:
+    snap = take_snapshot(ctx.store, ctx.node_name, ctx.clock())
+    return _ok(cmd, body=orjson.dumps(snap))
+
+
+# ---------------------------------------------------------------- dispatch
+
+RQ = RequestCode
+HANDLERS: dict[int, Handler] = {
+    RQ.PUT_KV_CONFIG: put_kv_config,
+    RQ.GET_KV_CONFIG: get_kv_config,
+    RQ.DELETE_KV_CONFIG: delete_kv_config,
+    RQ.REGISTER_BROKER: register_broker,
+    RQ.UNREGISTER_BROKER: unregister_broker,
+    RQ.GET_ROUTEINFO_BY_TOPIC: get_routeinfo_by_topic,
+    RQ.GET_BROKER_CLUSTER_INFO: get_broker_cluster_info,
+    RQ.WIPE_WRITE_PERM_OF_BROKER: wipe_write_perm,
+    RQ.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: get_all_topic_list,
+    RQ.DELETE_TOPIC_IN_NAMESRV: delete_topic,
+    RQ.REGISTER_TOPIC_IN_NAMESRV: register_topic,
+    RQ.GET_KVLIST_BY_NAMESPACE: get_kvlist_by_namespace,
+    RQ.GET_TOPICS_BY_CLUSTER: get_topics_by_cluster,
+    RQ.GET_SYSTEM_TOPIC_LIST_FROM_NS: get_system_topic_list,
+    RQ.GET_UNIT_TOPIC_LIST: get_unit_topic_list,
+    RQ.GET_HAS_UNIT_SUB_TOPIC_LIST: get_unit_topic_list,
+    RQ.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: get_unit_topic_list,
+    RQ.UPDATE_NAMESRV_CONFIG: update_namesrv_config,
+    RQ.GET_NAMESRV_CONFIG: get_namesrv_config,
+    RQ.QUERY_DATA_VERSION: query_data_version,
+    RQ.ADD_WRITE_PERM_OF_BROKER: add_write_perm,
+    RQ.GET_BROKER_MEMBER_GROUP: get_broker_member_group,
+    RQ.BROKER_HEARTBEAT: broker_heartbeat,
+    RQ.GET_NODE_SNAPSHOT: get_node_snapshot,
+}
+
+
+def _error_remark(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _dispatch(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+              ) -> RemotingCommand:
+    handler = HANDLERS.get(cmd.code)
+    if handler is None:
+        return response_to(cmd, RC.REQUEST_CODE_NOT_SUPPORTED,
+                           f" request type {cmd.code} not supported")
+    try:
+        return handler(ctx, cmd, channel, peer)
+    except Exception as exc:
+        return response_to(cmd, RC.SYSTEM_ERROR, _error_remark(exc))
+
+
+def handle(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+           ) -> RemotingCommand | None:
+    """The reply to one request, or None (responses and oneway requests get none)."""
+    if cmd.is_response:
+        return None
+    reply = _dispatch(ctx, cmd, channel, peer)
+    return None if cmd.is_oneway else reply
+
+
+def on_channel_destroy(ctx: NodeContext, channel: str, peer: str) -> None:
+    """A connection closed: forget the brokers registered over it."""
+    route.on_channel_destroy(ctx.store, channel, peer or None)
