@@ -28,7 +28,14 @@ from worker.business import run as run_business
 from worker.children import Child
 from worker.io_worker import IoConfig
 from worker.io_worker import run as run_io
-from worker.procs import control_endpoint, exit_with_parent, run_dir, set_process_name, store_dir
+from worker.procs import (
+    control_endpoint,
+    exit_with_parent,
+    run_dir,
+    set_process_name,
+    store_dir,
+    sweep_stale,
+)
 from worker.settings import NodeSettings, load_settings
 
 log = logging.getLogger("pynamesrv.node")
@@ -60,6 +67,8 @@ class Controller:
     def start(self) -> None:
         from worker.bootstrap import create_state
 
+        for path in (self.run_path, self.store_path):
+            sweep_stale(path.parent)
         shutil.rmtree(self.run_path, ignore_errors=True)
         self.run_path.mkdir(parents=True)
         self.store = create_state(self.store_path, self.s)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -42,6 +43,27 @@ def store_dir(name: str, port: int, pid: int) -> Path:
     """Per-node LMDB directory, in shared memory when the machine has /dev/shm."""
     base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path("/tmp")
     return base / f"pynamesrv-{os.getuid()}" / f"{name[:32]}-{port}-{pid}"
+
+
+def sweep_stale(base: Path) -> int:
+    """Remove per-node directories (``...-<pid>``) left behind by nodes that were killed."""
+    removed = 0
+    for entry in base.glob("*-*") if base.is_dir() else []:
+        pid = entry.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def io_endpoint(run: Path, index: int) -> str:
