@@ -32,6 +32,7 @@ log = logging.getLogger("pynamesrv.io")
 BUSY_REMARK = "[OVERLOAD]system busy, start flow control for a while"
 LOST_REMARK = "business worker lost while processing the request; retry"
 MAX_EVENTS = 100_000
+FORGET_PEER_S = 600.0  # a silent business worker is dropped from the table after this
 
 
 @dataclass(frozen=True)
@@ -49,14 +50,21 @@ class IoConfig:
 
 
 class Peer:
-    """A business worker as seen from this I/O worker."""
+    """A business worker as seen from this I/O worker.
 
-    __slots__ = ("ident", "inflight", "last_seen")
+    A peer that goes silent (dead, or stopped with SIGSTOP) is marked not alive
+    and its in-flight requests are answered with SYSTEM_ERROR; ``stale`` counts
+    the replies it still owes for them, which are dropped if it ever comes back.
+    """
+
+    __slots__ = ("ident", "inflight", "last_seen", "alive", "stale")
 
     def __init__(self, ident: bytes, now: float) -> None:
         self.ident = ident
         self.inflight: deque[tuple[bytes, bytes]] = deque()
         self.last_seen = now
+        self.alive = True
+        self.stale = 0
 
 
 class Connection(asyncio.Protocol):
@@ -192,7 +200,7 @@ class Hub:
     def _pick(self) -> Peer | None:
         best: Peer | None = None
         for peer in self.peers.values():
-            if len(peer.inflight) < self.cfg.window and (
+            if peer.alive and len(peer.inflight) < self.cfg.window and (
                     best is None or len(peer.inflight) < len(best.inflight)):
                 best = peer
         return best
@@ -216,8 +224,10 @@ class Hub:
 
     def _send_events(self) -> bool:
         sent = False
-        while self.events and self.peers:
-            peer = next(iter(self.peers.values()))
+        while self.events:
+            peer = next((p for p in self.peers.values() if p.alive), None)
+            if peer is None:
+                break
             conn_id, name = self.events[0]
             if not self._send(peer, [peer.ident, wire.EVENT, conn_id, name]):
                 continue
@@ -235,12 +245,14 @@ class Hub:
             return False
 
     def fail_peer(self, peer: Peer) -> None:
-        if self.peers.pop(peer.ident, None) is None:
+        if not peer.alive:
             return
+        peer.alive = False
         log.warning("event=business_worker_lost peer=%s inflight=%d",
                     peer.ident.decode(), len(peer.inflight))
         for conn_id, frame in peer.inflight:
             self.answer_error(conn_id, frame, ResponseCode.SYSTEM_ERROR, LOST_REMARK)
+        peer.stale += len(peer.inflight)
         peer.inflight.clear()
 
     # -- replies -----------------------------------------------------------
@@ -264,6 +276,9 @@ class Hub:
         peer = self.peers.get(ident)
         if peer is None:
             peer = self.peers[ident] = Peer(ident, self.now())
+        elif not peer.alive:
+            log.warning("event=business_worker_back peer=%s stale=%d", ident.decode(), peer.stale)
+            peer.alive = True
         peer.last_seen = self.now()
         if kind == wire.REPLIES:
             self._on_replies(peer, msg)
@@ -271,6 +286,9 @@ class Hub:
     def _on_replies(self, peer: Peer, msg: list[bytes]) -> None:
         conns = self.conns
         for i in range(2, len(msg) - 1, 2):
+            if peer.stale:
+                peer.stale -= 1  # already answered with SYSTEM_ERROR
+                continue
             if peer.inflight:
                 peer.inflight.popleft()
             reply = msg[i + 1]
@@ -288,7 +306,10 @@ class Hub:
     def tick(self) -> None:
         now = self.now()
         for peer in list(self.peers.values()):
-            if now - peer.last_seen > wire.PEER_DEAD_S:
+            silent = now - peer.last_seen
+            if silent > FORGET_PEER_S:
+                del self.peers[peer.ident]
+            elif silent > wire.PEER_DEAD_S:
                 self.fail_peer(peer)
             else:
                 self._send(peer, [peer.ident, wire.HELLO])

@@ -188,3 +188,38 @@ def test_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:
     res = _run_node("--port", str(free_port()), "--data-dir", str(tmp_path), "--config", str(cfg))
     assert res.returncode == 2
     assert "key ioWorkers" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_stopped_business_worker_is_bypassed_and_never_answers_twice(tmp_path: Path) -> None:
+    n = NodeProcess(tmp_path / "stop", props={"businessWorkers": "2"}).start()
+    try:
+        c = Conn(n.addr, timeout=10)
+        victim = n.workers("biz")[0]
+        os.kill(victim.pid, signal.SIGSTOP)
+        try:
+            sent = [c.send(route("T")) for _ in range(300)]
+            replies = [c.recv() for _ in sent]
+        finally:
+            os.kill(victim.pid, signal.SIGCONT)
+        assert sorted(r.opaque for r in replies) == sorted(sent)
+        assert {r.code for r in replies} <= {ResponseCode.TOPIC_NOT_EXIST,
+                                             ResponseCode.SYSTEM_ERROR}
+        after = c.call(kv_get("ns", "missing"))  # a duplicate would arrive before this
+        assert after.code == ResponseCode.QUERY_NOT_FOUND
+    finally:
+        n.stop()
+
+
+def test_idle_connection_is_closed_and_its_broker_removed(tmp_path: Path) -> None:
+    n = NodeProcess(tmp_path / "idle", props={"serverChannelMaxIdleTimeSeconds": "1"}).start()
+    try:
+        broker = Conn(n.addr)
+        assert broker.call(register()).code == ResponseCode.SUCCESS
+        assert broker.is_closed_by_peer(timeout=10)
+
+        def gone() -> bool:
+            return Conn(n.addr).call(route("TopicTest")).code == ResponseCode.TOPIC_NOT_EXIST
+
+        poll_until(gone, what="routes of the idle broker to disappear")
+    finally:
+        n.stop()
