@@ -22,6 +22,7 @@ from cluster.protocol.codes import ResponseCode
 from cluster.protocol.command import RemotingCommand, response_to
 from cluster.protocol.frame import FrameError, decode_command, encode_command
 from worker import wire
+from worker.processors import handle, on_channel_destroy
 from worker.procs import control_endpoint, exit_with_parent, io_endpoint, set_process_name
 
 log = logging.getLogger("pynamesrv.business")
@@ -71,7 +72,7 @@ class BusinessWorker:
     def _send(self, sock: zmq.Socket, parts: list[bytes]) -> None:
         # zmq.Again: the I/O worker is gone; its connections died with it
         with contextlib.suppress(zmq.Again):
-            sock.send_multipart(parts, flags=zmq.NOBLOCK)
+            sock.send_multipart(parts, flags=wire.NOBLOCK)
 
     def serve(self) -> None:
         next_hello = 0.0
@@ -86,29 +87,26 @@ class BusinessWorker:
     def _drain(self, sock: zmq.Socket) -> None:
         for _ in range(wire.MAX_BATCH):
             try:
-                msg = sock.recv_multipart(flags=zmq.NOBLOCK)
+                msg = sock.recv_multipart(flags=wire.NOBLOCK)
             except zmq.Again:
                 return
             self._on_message(sock, msg)
 
     def _on_message(self, sock: zmq.Socket, msg: list[bytes]) -> None:
         kind = msg[0] if msg else b""
-        if kind == wire.REQUESTS:
+        if kind == wire.REQUESTS and len(msg) == 2:
             self._send(sock, self._process_batch(msg))
         elif kind == wire.EVENT and len(msg) >= 3:
             self._channel_destroyed(msg[1].decode(), msg[2].decode())
 
     def _process_batch(self, msg: list[bytes]) -> list[bytes]:
-        out: list[bytes] = [wire.REPLIES]
-        for i in range(1, len(msg) - 1, 2):
-            out.append(msg[i])
-            out.append(self.process(msg[i].decode(), msg[i + 1]))
-        return out
+        process = self.process
+        replies = [(conn, process(conn.decode(), frame))
+                   for conn, frame in wire.unpack_pairs(msg[1])]
+        return [wire.REPLIES, wire.pack_pairs(replies)]
 
     def process(self, channel: str, frame: bytes) -> bytes:
         """The encoded reply to one frame, or b"" when nothing must be sent."""
-        from worker.processors import handle
-
         try:
             cmd = decode_command(frame)
         except FrameError as exc:
@@ -126,8 +124,6 @@ class BusinessWorker:
         return encode_command(reply)
 
     def _channel_destroyed(self, channel: str, peer: str) -> None:
-        from worker.processors import on_channel_destroy
-
         try:
             on_channel_destroy(self.ctx, channel, peer)
         except Exception:

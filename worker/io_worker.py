@@ -212,12 +212,9 @@ class Hub:
             if peer is None:
                 break
             n = min(self.cfg.window - len(peer.inflight), wire.MAX_BATCH, len(self.pending))
-            parts: list[bytes] = [peer.ident, wire.REQUESTS]
-            for _ in range(n):
-                item = self.pending.popleft()
-                peer.inflight.append(item)
-                parts += item
-            if not self._send(peer, parts):
+            batch = [self.pending.popleft() for _ in range(n)]
+            peer.inflight.extend(batch)
+            if not self._send(peer, [peer.ident, wire.REQUESTS, wire.pack_pairs(batch)]):
                 continue
             sent = True
         return sent
@@ -237,7 +234,7 @@ class Hub:
 
     def _send(self, peer: Peer, parts: list[bytes]) -> bool:
         try:
-            self.router.send_multipart(parts, flags=zmq.NOBLOCK)
+            self.router.send_multipart(parts, flags=wire.NOBLOCK)
             return True
         except zmq.ZMQError as exc:
             log.warning("event=peer_unreachable peer=%s error=%r", peer.ident.decode(), str(exc))
@@ -260,8 +257,8 @@ class Hub:
     def on_router_readable(self) -> None:
         router = self.router
         try:
-            while router.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-                self._on_message(router.recv_multipart(flags=zmq.NOBLOCK))
+            while router.getsockopt(wire.EVENTS) & wire.POLLIN:
+                self._on_message(router.recv_multipart(flags=wire.NOBLOCK))
         except zmq.Again:
             pass
         except zmq.ZMQError as exc:
@@ -280,26 +277,29 @@ class Hub:
             log.warning("event=business_worker_back peer=%s stale=%d", ident.decode(), peer.stale)
             peer.alive = True
         peer.last_seen = self.now()
-        if kind == wire.REPLIES:
-            self._on_replies(peer, msg)
+        if kind == wire.REPLIES and len(msg) == 3:
+            self._on_replies(peer, wire.unpack_pairs(msg[2]))
 
-    def _on_replies(self, peer: Peer, msg: list[bytes]) -> None:
-        conns = self.conns
-        for i in range(2, len(msg) - 1, 2):
+    def _on_replies(self, peer: Peer, replies: list[tuple[bytes, bytes]]) -> None:
+        """Write replies, one write per connection per batch."""
+        out: dict[bytes, list[bytes]] = {}
+        for conn_id, reply in replies:
             if peer.stale:
                 peer.stale -= 1  # already answered with SYSTEM_ERROR
                 continue
             if peer.inflight:
                 peer.inflight.popleft()
-            reply = msg[i + 1]
             if reply:
-                conn = conns.get(msg[i])
-                if conn is None:
-                    continue
-                if reply == wire.CLOSE:
-                    conn.close(abort=True)
-                else:
-                    conn.write(reply)
+                out.setdefault(conn_id, []).append(reply)
+        for conn_id, chunks in out.items():
+            conn = self.conns.get(conn_id)
+            if conn is None:
+                continue
+            if wire.CLOSE in chunks:
+                conn.write(b"".join(chunks[: chunks.index(wire.CLOSE)]))
+                conn.close(abort=False)
+            else:
+                conn.write(b"".join(chunks) if len(chunks) > 1 else chunks[0])
 
     # -- timers ------------------------------------------------------------
 

@@ -5,10 +5,14 @@ See docs/architecture.md ("Inside one node") for the multipart layouts.
 
 from __future__ import annotations
 
+import struct
+
+import zmq
+
 HELLO = b"H"      # heartbeat / hello, both directions
-REQUESTS = b"Q"   # I/O -> business: conn, frame, conn, frame, ...
+REQUESTS = b"Q"   # I/O -> business: pack_pairs([(conn, frame), ...])
 EVENT = b"E"      # I/O -> business: conn, peer (channel destroyed)
-REPLIES = b"P"    # business -> I/O: conn, reply, conn, reply, ... (empty reply: none)
+REPLIES = b"P"    # business -> I/O: pack_pairs([(conn, reply), ...]) (empty reply: none)
 CLOSE = b"\x00"   # a reply that is no frame: the header was malformed, close the connection
 
 HEARTBEAT_S = 0.25
@@ -28,3 +32,33 @@ def parse_ready(msg: bytes) -> tuple[str, int, int] | None:
         return parts[1], int(parts[2]), int(parts[3])
     except ValueError:
         return None
+
+# zmq constants as plain ints: the enum versions cost microseconds per use.
+NOBLOCK = int(zmq.NOBLOCK)
+POLLIN = int(zmq.POLLIN)
+EVENTS = int(zmq.EVENTS)
+
+_PAIR = struct.Struct(">HI")
+
+
+def pack_pairs(pairs: list[tuple[bytes, bytes]]) -> bytes:
+    """(conn, payload) pairs as one ZeroMQ frame: u16 len, u32 len, conn, payload, ..."""
+    parts: list[bytes] = []
+    pack = _PAIR.pack
+    for conn, payload in pairs:
+        parts.append(pack(len(conn), len(payload)))
+        parts.append(conn)
+        parts.append(payload)
+    return b"".join(parts)
+
+
+def unpack_pairs(blob: bytes) -> list[tuple[bytes, bytes]]:
+    out: list[tuple[bytes, bytes]] = []
+    unpack = _PAIR.unpack_from
+    pos, end = 0, len(blob)
+    while pos < end:
+        clen, plen = unpack(blob, pos)
+        pos += 6
+        out.append((blob[pos : pos + clen], blob[pos + clen : pos + clen + plen]))
+        pos += clen + plen
+    return out

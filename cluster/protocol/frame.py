@@ -20,6 +20,7 @@ _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _PREFIX = struct.Struct(">iI")
 _BIN_FIXED = struct.Struct(">hBhiiI")  # code, language, version, opaque, flag, remarkLen
+_STYPES = (SerializeType.JSON, SerializeType.ROCKETMQ)
 
 
 class FrameError(ValueError):
@@ -89,7 +90,7 @@ def split_frame(frame: bytes) -> tuple[SerializeType, bytes, bytes | None]:
     check_header_word(word, len(frame))
     hlen = word & 0xFFFFFF
     body = frame[4 + hlen :]
-    return SerializeType(word >> 24), frame[4 : 4 + hlen], (body or None)
+    return _STYPES[word >> 24], frame[4 : 4 + hlen], (body or None)
 
 
 def decode_command(frame: bytes) -> RemotingCommand:

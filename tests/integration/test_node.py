@@ -156,7 +156,8 @@ def test_sigterm_exits_zero_and_keeps_acknowledged_kv(tmp_path: Path) -> None:
         assert Conn(n.addr).call(kv_put("ns", "k", "durable")).code == ResponseCode.SUCCESS
         kids = n.children()
         assert n.terminate() == 0
-        assert not [k for k in kids if k.is_running() and k.status() != "zombie"]
+        poll_until(lambda: not [k for k in kids if k.is_running() and k.status() != "zombie"],
+                   timeout=5, what="every process of the node to exit")
     finally:
         n.stop()
     again = NodeProcess(tmp_path / "persist", port=free_port()).start()
