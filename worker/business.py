@@ -26,6 +26,7 @@ from worker.processors import handle, on_channel_destroy
 from worker.procs import control_endpoint, exit_with_parent, io_endpoint, set_process_name
 
 log = logging.getLogger("pynamesrv.business")
+DRAIN_MESSAGES = 16  # messages taken from one socket before looking at the others
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class BusinessConfig:
     node_name: str
     scan_interval_ms: int
     broker_expired_ms: int
+    read_only: bool = False
 
 
 class BusinessWorker:
@@ -54,6 +56,8 @@ class BusinessWorker:
         for s in self.sockets:
             self.poller.register(s, zmq.POLLIN)
         self.running = True
+        self.lane = wire.LANE_READ if cfg.read_only else wire.LANE_ALL
+        self.next_hello = 0.0
 
     def _dealer(self, zctx: zmq.Context, index: int) -> zmq.Socket:
         sock = zctx.socket(zmq.DEALER)
@@ -67,7 +71,13 @@ class BusinessWorker:
 
     def hello(self) -> None:
         for sock in self.sockets:
-            self._send(sock, [wire.HELLO])
+            self._send(sock, [wire.HELLO, self.lane])
+        self.next_hello = time.monotonic() + wire.HEARTBEAT_S
+
+    def _hello_if_due(self) -> None:
+        """Long batches (big registrations) must not look like a dead worker."""
+        if time.monotonic() >= self.next_hello:
+            self.hello()
 
     def _send(self, sock: zmq.Socket, parts: list[bytes]) -> None:
         # zmq.Again: the I/O worker is gone; its connections died with it
@@ -75,17 +85,13 @@ class BusinessWorker:
             sock.send_multipart(parts, flags=wire.NOBLOCK)
 
     def serve(self) -> None:
-        next_hello = 0.0
         while self.running:
-            now = time.monotonic()
-            if now >= next_hello:
-                self.hello()
-                next_hello = now + wire.HEARTBEAT_S
+            self._hello_if_due()
             for sock, _ in self.poller.poll(timeout=wire.HEARTBEAT_S * 1000):
                 self._drain(sock)
 
     def _drain(self, sock: zmq.Socket) -> None:
-        for _ in range(wire.MAX_BATCH):
+        for _ in range(DRAIN_MESSAGES):
             try:
                 msg = sock.recv_multipart(flags=wire.NOBLOCK)
             except zmq.Again:
@@ -100,9 +106,10 @@ class BusinessWorker:
             self._channel_destroyed(msg[1].decode(), msg[2].decode())
 
     def _process_batch(self, msg: list[bytes]) -> list[bytes]:
-        process = self.process
-        replies = [(conn, process(conn.decode(), frame))
-                   for conn, frame in wire.unpack_pairs(msg[1])]
+        replies = []
+        for conn, frame in wire.unpack_pairs(msg[1]):
+            replies.append((conn, self.process(conn.decode(), frame)))
+            self._hello_if_due()
         return [wire.REPLIES, wire.pack_pairs(replies)]
 
     def process(self, channel: str, frame: bytes) -> bytes:

@@ -25,6 +25,7 @@ from cluster.protocol.codes import ResponseCode
 from cluster.protocol.command import response_to
 from cluster.protocol.frame import FrameError, FrameReader, decode_command, encode_command
 from worker import wire
+from worker.dispatch import Dispatcher, Peer
 from worker.procs import control_endpoint, exit_with_parent, io_endpoint, set_process_name
 
 log = logging.getLogger("pynamesrv.io")
@@ -47,24 +48,6 @@ class IoConfig:
     max_pending: int
     window: int
     drain_ms: int
-
-
-class Peer:
-    """A business worker as seen from this I/O worker.
-
-    A peer that goes silent (dead, or stopped with SIGSTOP) is marked not alive
-    and its in-flight requests are answered with SYSTEM_ERROR; ``stale`` counts
-    the replies it still owes for them, which are dropped if it ever comes back.
-    """
-
-    __slots__ = ("ident", "inflight", "last_seen", "alive", "stale")
-
-    def __init__(self, ident: bytes, now: float) -> None:
-        self.ident = ident
-        self.inflight: deque[tuple[bytes, bytes]] = deque()
-        self.last_seen = now
-        self.alive = True
-        self.stale = 0
 
 
 class Connection(asyncio.Protocol):
@@ -123,16 +106,15 @@ class Connection(asyncio.Protocol):
 
 
 class Hub:
-    """Connection table, bounded request queue and the business-pool dispatcher."""
+    """Connection table, the business-pool dispatcher and the ZeroMQ side of this worker."""
 
     def __init__(self, cfg: IoConfig, loop: asyncio.AbstractEventLoop, router: zmq.Socket) -> None:
         self.cfg = cfg
         self.loop = loop
         self.router = router
         self.conns: dict[bytes, Connection] = {}
-        self.pending: deque[tuple[bytes, bytes]] = deque()
         self.events: deque[tuple[bytes, bytes]] = deque()
-        self.peers: dict[bytes, Peer] = {}
+        self.lanes = Dispatcher(cfg.window, cfg.max_pending, wire.PEER_DEAD_S, FORGET_PEER_S)
         self.closing = False
         self._seq = 0
         self._flush_scheduled = False
@@ -167,10 +149,9 @@ class Hub:
     # -- requests ----------------------------------------------------------
 
     def submit(self, conn_id: bytes, frame: bytes) -> None:
-        if len(self.pending) >= self.cfg.max_pending:
+        if not self.lanes.submit(conn_id, frame):
             self.answer_error(conn_id, frame, ResponseCode.SYSTEM_BUSY, BUSY_REMARK)
             return
-        self.pending.append((conn_id, frame))
         self._schedule_flush()
 
     def answer_error(self, conn_id: bytes, frame: bytes, code: int, remark: str) -> None:
@@ -193,36 +174,17 @@ class Hub:
 
     def flush(self) -> None:
         self._flush_scheduled = False
-        sent = self._dispatch() | self._send_events()
+        sent = False
+        for peer, batch in self.lanes.batches():
+            sent |= self._send(peer, [peer.ident, wire.REQUESTS, wire.pack_pairs(batch)])
+        sent |= self._send_events()
         if sent:
             self.loop.call_soon(self.on_router_readable)
-
-    def _pick(self) -> Peer | None:
-        best: Peer | None = None
-        for peer in self.peers.values():
-            if peer.alive and len(peer.inflight) < self.cfg.window and (
-                    best is None or len(peer.inflight) < len(best.inflight)):
-                best = peer
-        return best
-
-    def _dispatch(self) -> bool:
-        sent = False
-        while self.pending:
-            peer = self._pick()
-            if peer is None:
-                break
-            n = min(self.cfg.window - len(peer.inflight), wire.MAX_BATCH, len(self.pending))
-            batch = [self.pending.popleft() for _ in range(n)]
-            peer.inflight.extend(batch)
-            if not self._send(peer, [peer.ident, wire.REQUESTS, wire.pack_pairs(batch)]):
-                continue
-            sent = True
-        return sent
 
     def _send_events(self) -> bool:
         sent = False
         while self.events:
-            peer = next((p for p in self.peers.values() if p.alive), None)
+            peer = next((p for p in self.lanes.peers.values() if p.alive), None)
             if peer is None:
                 break
             conn_id, name = self.events[0]
@@ -242,15 +204,11 @@ class Hub:
             return False
 
     def fail_peer(self, peer: Peer) -> None:
-        if not peer.alive:
-            return
-        peer.alive = False
-        log.warning("event=business_worker_lost peer=%s inflight=%d",
-                    peer.ident.decode(), len(peer.inflight))
-        for conn_id, frame in peer.inflight:
+        lost = self.lanes.fail(peer)
+        log.warning("event=business_worker_lost peer=%s inflight=%d", peer.ident.decode(),
+                    len(lost))
+        for conn_id, frame in lost:
             self.answer_error(conn_id, frame, ResponseCode.SYSTEM_ERROR, LOST_REMARK)
-        peer.stale += len(peer.inflight)
-        peer.inflight.clear()
 
     # -- replies -----------------------------------------------------------
 
@@ -269,14 +227,12 @@ class Hub:
     def _on_message(self, msg: list[bytes]) -> None:
         if len(msg) < 2:
             return
-        ident, kind = msg[0], msg[1]
-        peer = self.peers.get(ident)
-        if peer is None:
-            peer = self.peers[ident] = Peer(ident, self.now())
-        elif not peer.alive:
-            log.warning("event=business_worker_back peer=%s stale=%d", ident.decode(), peer.stale)
-            peer.alive = True
-        peer.last_seen = self.now()
+        kind = msg[1]
+        lane = msg[2] if kind == wire.HELLO and len(msg) > 2 else None
+        peer, back = self.lanes.seen(msg[0], self.now(), lane)
+        if back:
+            log.warning("event=business_worker_back peer=%s stale=%d", peer.ident.decode(),
+                        peer.stale)
         if kind == wire.REPLIES and len(msg) == 3:
             self._on_replies(peer, wire.unpack_pairs(msg[2]))
 
@@ -284,12 +240,7 @@ class Hub:
         """Write replies, one write per connection per batch."""
         out: dict[bytes, list[bytes]] = {}
         for conn_id, reply in replies:
-            if peer.stale:
-                peer.stale -= 1  # already answered with SYSTEM_ERROR
-                continue
-            if peer.inflight:
-                peer.inflight.popleft()
-            if reply:
+            if self.lanes.completed(peer) and reply:
                 out.setdefault(conn_id, []).append(reply)
         for conn_id, chunks in out.items():
             conn = self.conns.get(conn_id)
@@ -304,19 +255,15 @@ class Hub:
     # -- timers ------------------------------------------------------------
 
     def tick(self) -> None:
-        now = self.now()
-        for peer in list(self.peers.values()):
-            silent = now - peer.last_seen
-            if silent > FORGET_PEER_S:
-                del self.peers[peer.ident]
-            elif silent > wire.PEER_DEAD_S:
-                self.fail_peer(peer)
-            else:
-                self._send(peer, [peer.ident, wire.HELLO])
+        silent, alive = self.lanes.expire(self.now())
+        for peer in silent:
+            self.fail_peer(peer)
+        for peer in alive:
+            self._send(peer, [peer.ident, wire.HELLO])
         self._schedule_flush()
 
     def idle(self) -> bool:
-        return not self.pending and all(not p.inflight for p in self.peers.values())
+        return self.lanes.idle()
 
 
 def _listen_socket(host: str, port: int) -> socket.socket:
@@ -371,7 +318,7 @@ async def _drain(hub: Hub, bound_s: float) -> None:
     while not hub.idle() and hub.now() < deadline:
         await asyncio.sleep(0.01)
     if not hub.idle():
-        log.warning("event=drain_timeout pending=%d", len(hub.pending))
+        log.warning("event=drain_timeout pending=%d", hub.lanes.pending)
 
 
 def _announce_ready(zctx: zmq.Context, cfg: IoConfig) -> None:

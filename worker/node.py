@@ -83,10 +83,12 @@ class Controller:
 
     def _business_children(self) -> list[Child]:
         s = self.s
+        readers = min(s.business_read_workers, s.business_workers - 1)
         return [Child("business", i, run_business, BusinessConfig(
             index=i, parent=os.getpid(), run=str(self.run_path), io_workers=s.io_workers,
             store_path=str(self.store_path), node_name=s.name,
-            scan_interval_ms=s.scan_interval_ms, broker_expired_ms=s.broker_expired_ms))
+            scan_interval_ms=s.scan_interval_ms, broker_expired_ms=s.broker_expired_ms,
+            read_only=i >= s.business_workers - readers))
             for i in range(s.business_workers)]
 
     def _io_children(self) -> list[Child]:

@@ -9,15 +9,16 @@ import struct
 
 import zmq
 
-HELLO = b"H"      # heartbeat / hello, both directions
+HELLO = b"H"      # heartbeat / hello, both directions; business -> I/O adds its lane
+LANE_ALL = b"all"    # serves every request
+LANE_READ = b"read"  # serves route lookups (code 105) only
 REQUESTS = b"Q"   # I/O -> business: pack_pairs([(conn, frame), ...])
 EVENT = b"E"      # I/O -> business: conn, peer (channel destroyed)
 REPLIES = b"P"    # business -> I/O: pack_pairs([(conn, reply), ...]) (empty reply: none)
 CLOSE = b"\x00"   # a reply that is no frame: the header was malformed, close the connection
 
 HEARTBEAT_S = 0.25
-PEER_DEAD_S = 1.5      # a business worker silent this long is dead (or stopped)
-MAX_BATCH = 64         # requests per ZeroMQ message
+PEER_DEAD_S = 3.0      # a business worker silent this long is dead (or stopped)
 
 
 def ready_message(kind: str, index: int, pid: int) -> bytes:

@@ -1,0 +1,85 @@
+"""The I/O worker's dispatcher: lanes, credit windows, failure and stale replies."""
+
+from __future__ import annotations
+
+from cluster.protocol.codes import SerializeType
+from cluster.protocol.command import RemotingCommand
+from cluster.protocol.frame import encode_command
+from worker.dispatch import Dispatcher, is_route_read
+from worker.wire import LANE_ALL, LANE_READ
+
+
+def frame(code: int, stype: SerializeType = SerializeType.JSON) -> bytes:
+    cmd = RemotingCommand(code=code, version=409, ext_fields={"topic": "T"}, serialize_type=stype)
+    return encode_command(cmd)[4:]
+
+
+def make(window: int = 4, max_pending: int = 100) -> Dispatcher:
+    return Dispatcher(window, max_pending, dead_after=3.0, forget_after=60.0)
+
+
+def test_route_reads_are_recognised_in_both_header_types() -> None:
+    assert is_route_read(frame(105)) and is_route_read(frame(105, SerializeType.ROCKETMQ))
+    assert not is_route_read(frame(1050)) and not is_route_read(frame(103))
+    assert not is_route_read(frame(103, SerializeType.ROCKETMQ))
+
+
+def test_full_queue_refuses() -> None:
+    d = make(max_pending=2)
+    assert d.submit(b"c", frame(105)) and d.submit(b"c", frame(103))
+    assert not d.submit(b"c", frame(105))
+
+
+def test_writes_never_go_to_read_only_workers() -> None:
+    d = make()
+    d.seen(b"r", 0.0, LANE_READ)
+    for _ in range(3):
+        d.submit(b"c", frame(103))
+    assert d.batches() == []
+    d.seen(b"w", 0.0, LANE_ALL)
+    [(peer, batch)] = d.batches()
+    assert peer.ident == b"w" and len(batch) == 3
+
+
+def test_reads_prefer_workers_without_writes_in_flight() -> None:
+    d = make()
+    d.seen(b"w", 0.0, LANE_ALL)
+    d.seen(b"r", 0.0, LANE_READ)
+    d.submit(b"c", frame(103))
+    d.submit(b"c", frame(105))
+    assigned = {peer.ident: len(batch) for peer, batch in d.batches()}
+    assert assigned == {b"w": 1, b"r": 1}
+
+
+def test_window_bounds_inflight_and_replies_free_credit() -> None:
+    d = make(window=2)
+    peer, _ = d.seen(b"w", 0.0, LANE_ALL)
+    for _ in range(5):
+        d.submit(b"c", frame(105))
+    assert [len(b) for _, b in d.batches()] == [2]
+    assert d.batches() == []
+    assert d.completed(peer)
+    assert [len(b) for _, b in d.batches()] == [1]
+
+
+def test_silent_worker_fails_its_inflight_and_late_replies_are_dropped() -> None:
+    d = make()
+    peer, _ = d.seen(b"w", 0.0, LANE_ALL)
+    d.submit(b"c1", frame(105))
+    d.submit(b"c2", frame(103))
+    d.batches()
+    silent, alive = d.expire(now=3.5)
+    assert silent == [peer] and alive == []
+    assert sorted(conn for conn, _ in d.fail(peer)) == [b"c1", b"c2"]
+    _, back = d.seen(b"w", 4.0)
+    assert back
+    assert not d.completed(peer) and not d.completed(peer)  # the two stale replies
+    assert d.completed(peer)  # a fresh one
+    assert d.idle()
+
+
+def test_long_dead_workers_are_forgotten() -> None:
+    d = make()
+    d.seen(b"w", 0.0)
+    d.expire(now=61.0)
+    assert d.peers == {}

@@ -1,0 +1,169 @@
+"""Which business worker gets which request: two lanes, credit windows, liveness.
+
+Pure logic (no sockets, time passed in), used by the I/O worker. As in
+RocketMQ 5.x, route lookups (code 105) have a lane of their own: they go
+preferably to business workers with no other work in flight, and the
+read-only workers never take writes, so a storm of large registrations
+cannot starve route reads. Everything else (writes, admin) uses the default
+lane, served only by workers announced as "all".
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+
+from worker.wire import LANE_ALL, LANE_READ
+
+ROUTE_CODE = 105
+MAX_BATCH = 64            # requests per ZeroMQ message
+MAX_BATCH_BYTES = 1 << 20  # a batch stops growing past this many frame bytes
+
+_JSON_ROUTE = (b'"code":105,', b'"code":105}')
+_U32 = struct.Struct(">I")
+_I16 = struct.Struct(">h")
+
+Item = tuple[bytes, bytes]  # (conn id, frame)
+
+
+def is_route_read(frame: bytes) -> bool:
+    """Code 105, read from the header without decoding it (frame = header word + header)."""
+    if len(frame) < 6:
+        return False
+    if frame[0] == 1:  # ROCKETMQ binary header: the code is the first int16
+        return _I16.unpack_from(frame, 4)[0] == ROUTE_CODE
+    hlen = _U32.unpack_from(frame, 0)[0] & 0xFFFFFF
+    header = frame[4 : 4 + hlen]
+    return _JSON_ROUTE[0] in header or _JSON_ROUTE[1] in header
+
+
+@dataclass
+class Peer:
+    """A business worker; ``stale`` counts replies owed for requests already failed."""
+
+    ident: bytes
+    last_seen: float
+    lane: bytes = LANE_ALL
+    alive: bool = True
+    stale: int = 0
+    others: int = 0  # default-lane requests in flight
+    inflight: deque[tuple[bytes, bytes, bool]] = field(default_factory=deque)
+
+
+class Dispatcher:
+    def __init__(self, window: int, max_pending: int, dead_after: float,
+                 forget_after: float) -> None:
+        self.window = window
+        self.max_pending = max_pending
+        self.dead_after = dead_after
+        self.forget_after = forget_after
+        self.reads: deque[Item] = deque()
+        self.others: deque[Item] = deque()
+        self.peers: dict[bytes, Peer] = {}
+
+    @property
+    def pending(self) -> int:
+        return len(self.reads) + len(self.others)
+
+    def idle(self) -> bool:
+        return not self.pending and all(not p.inflight for p in self.peers.values())
+
+    def submit(self, conn: bytes, frame: bytes) -> bool:
+        """Queue a request; False when the queue is full (the caller answers SYSTEM_BUSY)."""
+        if self.pending >= self.max_pending:
+            return False
+        (self.reads if is_route_read(frame) else self.others).append((conn, frame))
+        return True
+
+    # -- peers -------------------------------------------------------------
+
+    def seen(self, ident: bytes, now: float, lane: bytes | None = None) -> tuple[Peer, bool]:
+        """Record a message from a worker; returns (peer, came back after being failed)."""
+        peer = self.peers.get(ident)
+        if peer is None:
+            peer = self.peers[ident] = Peer(ident, now)
+        back = not peer.alive
+        peer.alive = True
+        peer.last_seen = now
+        if lane in (LANE_ALL, LANE_READ):
+            peer.lane = lane
+        return peer, back
+
+    def fail(self, peer: Peer) -> list[Item]:
+        """Mark a worker dead; returns its in-flight requests (the caller answers them)."""
+        if not peer.alive:
+            return []
+        peer.alive = False
+        lost = [(conn, frame) for conn, frame, _ in peer.inflight]
+        peer.stale += len(lost)
+        peer.inflight.clear()
+        peer.others = 0
+        return lost
+
+    def expire(self, now: float) -> tuple[list[Peer], list[Peer]]:
+        """(workers silent too long, workers to greet); forgets long-dead ones."""
+        silent, alive = [], []
+        for peer in list(self.peers.values()):
+            quiet = now - peer.last_seen
+            if quiet > self.forget_after:
+                del self.peers[peer.ident]
+            elif quiet > self.dead_after:
+                if peer.alive:
+                    silent.append(peer)
+            else:
+                alive.append(peer)
+        return silent, alive
+
+    def completed(self, peer: Peer) -> bool:
+        """One reply arrived from ``peer``; False when it answers an already-failed request."""
+        if peer.stale:
+            peer.stale -= 1
+            return False
+        if peer.inflight:
+            _, _, is_read = peer.inflight.popleft()
+            if not is_read:
+                peer.others -= 1
+        return True
+
+    # -- dispatch ----------------------------------------------------------
+
+    def batches(self) -> list[tuple[Peer, list[Item]]]:
+        """Assign queued requests to workers with free credit."""
+        out = []
+        while self.others:
+            peer = self._pick(lambda p: p.lane == LANE_ALL)
+            if peer is None:
+                break
+            out.append((peer, self._take(peer, self.others, False)))
+        while self.reads:
+            peer = self._pick_reader()
+            if peer is None:
+                break
+            out.append((peer, self._take(peer, self.reads, True)))
+        return out
+
+    def _pick(self, ok) -> Peer | None:  # type: ignore[no-untyped-def]
+        best: Peer | None = None
+        for p in self.peers.values():
+            if p.alive and len(p.inflight) < self.window and ok(p) and (
+                    best is None or len(p.inflight) < len(best.inflight)):
+                best = p
+        return best
+
+    def _pick_reader(self) -> Peer | None:
+        """Workers without default-lane work first, then the least loaded."""
+        return self._pick(lambda p: p.others == 0) or self._pick(lambda p: True)
+
+    def _take(self, peer: Peer, queue: deque[Item], is_read: bool) -> list[Item]:
+        batch: list[Item] = []
+        size = 0
+        room = min(self.window - len(peer.inflight), MAX_BATCH)
+        while queue and len(batch) < room and size < MAX_BATCH_BYTES:
+            conn, frame = queue.popleft()
+            batch.append((conn, frame))
+            peer.inflight.append((conn, frame, is_read))
+            size += len(frame)
+        if not is_read:
+            peer.others += len(batch)
+        return batch
