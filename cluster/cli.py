@@ -16,6 +16,7 @@ from cluster.errors import UserError
 COMMAND_MODULES: tuple[str, ...] = (
     "cluster.cli_node",
     "cluster.bench.cli",
+    "supervisor.cli",
 )
 
 

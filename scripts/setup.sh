@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Prepare a checkout: .venv with pynamesrv and its dev + spark extras, and Java 17 for PySpark.
+# Safe to run again: it only installs what is missing or changed.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+VENV="$ROOT/.venv"
+PY="$VENV/bin/python"
+STAMP="$VENV/.pynamesrv-install"
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+find_python() {
+  for cand in "${PYTHON:-}" python3.11 python3.12 python3.13 python3; do
+    [ -n "$cand" ] || continue
+    if command -v "$cand" >/dev/null 2>&1 &&
+       "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      command -v "$cand"
+      return 0
+    fi
+  done
+  return 1
+}
+
+make_venv() {
+  if [ -x "$PY" ] && "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    return 0
+  fi
+  local base
+  base="$(find_python)" || { say "Python 3.11 or newer is required (set PYTHON=...)"; exit 1; }
+  say "creating $VENV with $base"
+  "$base" -m venv "$VENV"
+}
+
+install_package() {
+  local want
+  want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+  if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -x "$VENV/bin/pynamesrv" ] &&
+     "$PY" -c 'import zmq, lmdb, uvloop, yaml, psutil, pyspark, pytest' 2>/dev/null; then
+    return 0
+  fi
+  say "installing pynamesrv and its dependencies into $VENV"
+  "$PY" -m pip install --quiet --disable-pip-version-check -e '.[dev,spark]'
+  echo "$want" > "$STAMP"
+}
+
+java_major() {
+  java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1
+}
+
+install_java() {
+  if command -v java >/dev/null 2>&1 && [ "$(java_major)" -ge 17 ] 2>/dev/null; then
+    return 0
+  fi
+  if ls -d /usr/lib/jvm/java-17-openjdk-* >/dev/null 2>&1; then
+    return 0
+  fi
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || {
+      say "Java 17 is missing; install openjdk-17-jre-headless (PySpark needs it)"; exit 1; }
+    sudo="sudo"
+  fi
+  say "installing Java 17 (openjdk-17-jre-headless) for PySpark"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+}
+
+make_venv
+install_package
+install_java
+say "ready: $VENV"

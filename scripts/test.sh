@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# From a fresh clone: set up, then run every test (unit, integration, spark, chaos) and lint.
+# Extra arguments go to pytest, e.g. scripts/test.sh -k supervisor
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"$ROOT/scripts/setup.sh" || { echo "test: setup failed" >&2; exit 1; }
+cd "$ROOT"
+
+if ! java -version 2>&1 | grep -q 'version "\(1[7-9]\|[2-9][0-9]\)'; then
+  for home in /usr/lib/jvm/java-17-openjdk-*; do
+    [ -x "$home/bin/java" ] && export JAVA_HOME="$home" PATH="$home/bin:$PATH" && break
+  done
+fi
+export SPARK_LOCAL_IP=127.0.0.1 PYTHONDONTWRITEBYTECODE=1
+
+REPORT="$(mktemp -d "${TMPDIR:-/tmp}/pynamesrv-test.XXXXXX")"
+start=$(date +%s)
+
+.venv/bin/ruff check . > "$REPORT/ruff.txt" 2>&1
+ruff_rc=$?
+
+.venv/bin/pytest -m "" -p no:cacheprovider --junitxml="$REPORT/junit.xml" "$@"
+pytest_rc=$?
+
+elapsed=$(( $(date +%s) - start ))
+echo
+echo "================ pynamesrv test summary ================"
+.venv/bin/python - "$REPORT/junit.xml" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except (OSError, ET.ParseError):
+    print("pytest: no report")
+    sys.exit(0)
+suites = [root] if root.tag == "testsuite" else list(root)
+totals = {k: sum(int(s.get(k, 0)) for s in suites) for k in ("tests", "failures", "errors", "skipped")}
+passed = totals["tests"] - totals["failures"] - totals["errors"] - totals["skipped"]
+print(f"pytest: {totals['tests']} tests, {passed} passed, {totals['failures']} failed, "
+      f"{totals['errors']} errors, {totals['skipped']} skipped")
+PY
+if [ "$ruff_rc" -eq 0 ]; then echo "ruff:   clean"; else echo "ruff:   problems (see below)"; cat "$REPORT/ruff.txt"; fi
+echo "time:   ${elapsed}s   (report: $REPORT/junit.xml)"
+if [ "$pytest_rc" -eq 5 ]; then echo "pytest collected no tests: that is a failure here"; fi
+
+if [ "$pytest_rc" -ne 0 ] || [ "$ruff_rc" -ne 0 ]; then
+  echo "RESULT: FAILED (pytest exit $pytest_rc, ruff exit $ruff_rc)"
+  exit 1
+fi
+echo "RESULT: PASSED"

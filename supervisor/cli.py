@@ -1,0 +1,259 @@
+"""``pynamesrv up|status|stop|start|restart|kill|pause|resume``: run and control the cluster."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from cluster.config import ClusterConfig, load_cluster
+from cluster.control import ControlClient, ControlError, ControlUnavailable
+from cluster.errors import UserError
+from supervisor.child import ChildSpec
+from supervisor.main import Supervisor, child_env, format_fields
+from supervisor.render import format_table
+
+BROKER_SIM = "broker-sim"
+REDRAW_S = 0.5
+POLL_S = 0.1
+_commands: dict[str, argparse.ArgumentParser] = {}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    global _commands
+    _commands = sub.choices
+    up = sub.add_parser("up", help="start the cluster in the foreground (Ctrl-C stops it)")
+    _common(up, json=False)
+    up.add_argument("--brokers", type=int, default=0, metavar="N",
+                    help="also run the broker simulator with N brokers once nodes are ready")
+    up.set_defaults(func=cmd_up)
+    st = sub.add_parser("status", help="show every node's pid, state, uptime and restarts")
+    _common(st)
+    st.set_defaults(func=cmd_status)
+    stop = sub.add_parser("stop", help="stop the whole cluster, or one node when NODE is given")
+    _common(stop)
+    stop.add_argument("node", nargs="?", metavar="NODE")
+    _wait_flags(stop)
+    stop.set_defaults(func=cmd_stop)
+    for name, text in (("start", "start a stopped or failed node"),
+                       ("restart", "stop a node gracefully and start it again"),
+                       ("pause", "SIGSTOP a node's whole process group"),
+                       ("resume", "SIGCONT a paused node")):
+        p = sub.add_parser(name, help=text)
+        _common(p)
+        p.add_argument("node", metavar="NODE")
+        if name in ("start", "restart"):
+            _wait_flags(p)
+        p.set_defaults(func=cmd_node, action=name)
+    kill = sub.add_parser("kill", help="send a signal (default KILL) to a node's process group")
+    _common(kill)
+    kill.add_argument("node", metavar="NODE")
+    kill.add_argument("--signal", "-s", default="KILL", help="signal name or number (KILL)")
+    kill.set_defaults(func=cmd_node, action="kill")
+
+
+def _common(p: argparse.ArgumentParser, json: bool = True) -> None:
+    p.add_argument("-c", "--config", metavar="FILE",
+                   help="cluster file (default ./cluster.yaml, else the repository's)")
+    if json:
+        p.add_argument("--json", action="store_true", help="print the reply as JSON")
+        p.add_argument("--timeout", type=float, default=5.0,
+                       help="seconds to wait for the supervisor to answer (5)")
+
+
+def _wait_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-wait", dest="wait", action="store_false",
+                   help="return once the request is accepted")
+    p.add_argument("--wait-timeout", type=float, default=None, metavar="S",
+                   help="seconds to wait for the node to get there (stop grace or readiness)")
+
+
+# ------------------------------------------------------------------ up
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    cfg = load_cluster(args.config, for_start=True)
+    if args.brokers < 0:
+        raise UserError("--brokers must be 0 or more")
+    if args.brokers and BROKER_SIM not in _commands:
+        raise UserError(f"--brokers needs the `pynamesrv {BROKER_SIM}` command,"
+                        " which this installation does not have")
+    view = LiveView(cfg, sys.stdout.isatty())
+    sup = Supervisor(cfg, emit=view.event)
+    sup.add_nodes()
+    sup.start_all()
+    sim = BrokerSimHook(cfg, args.brokers)
+
+    def on_tick(s: Supervisor) -> None:
+        sim.tick(s)
+        view.tick(s)
+
+    rc = sup.run(on_tick)
+    view.final(sup)
+    return rc
+
+
+class BrokerSimHook:
+    """Starts ``pynamesrv broker-sim`` as a managed child once every node is ready."""
+
+    def __init__(self, cfg: ClusterConfig, brokers: int) -> None:
+        self.cfg = cfg
+        self.brokers = brokers
+        self.started = False
+
+    def tick(self, sup: Supervisor) -> None:
+        if self.started or not self.brokers or not sup.ready_announced or sup.shutting_down:
+            return
+        self.started = True
+        argv = [sys.executable, "-m", "cluster.cli", BROKER_SIM, "-c", str(self.cfg.path),
+                "--brokers", str(self.brokers)]
+        child = sup.add_child(ChildSpec(
+            name=BROKER_SIM, argv=argv, cwd=self.cfg.data_dir,
+            log_path=self.cfg.data_dir / f"{BROKER_SIM}.log", env=child_env(),
+            kind=BROKER_SIM))
+        child.start(sup.now())
+
+
+class LiveView:
+    """What `up` shows: a redrawn table on a terminal, event lines otherwise."""
+
+    def __init__(self, cfg: ClusterConfig, tty: bool) -> None:
+        self.cfg = cfg
+        self.tty = tty
+        self.recent: deque[str] = deque(maxlen=8)
+        self.next_draw = 0.0
+        self.log_path = cfg.data_dir / "supervisor.log"
+        self._setup_logging()
+
+    def _setup_logging(self) -> None:
+        log = logging.getLogger("pynamesrv.supervisor")
+        log.setLevel(logging.INFO)
+        log.propagate = False
+        fmt = logging.Formatter("ts=%(asctime)s level=%(levelname)s %(message)s")
+        handlers: list[logging.Handler] = [logging.FileHandler(self.log_path)]
+        if not self.tty:
+            handlers.append(logging.StreamHandler(sys.stderr))
+        for h in handlers:
+            h.setFormatter(fmt)
+            log.addHandler(h)
+        self.log = log
+
+    def event(self, event: str, **fields: Any) -> None:
+        line = f"event={event} {format_fields(fields)}"
+        self.log.info(line)
+        self.recent.append(time.strftime("%H:%M:%S ") + line)
+        if event == "cluster_ready" and not self.tty:
+            print(f"cluster ready: namesrvAddr={self.cfg.namesrv_addr()} "
+                  f"control={self.cfg.control}", flush=True)
+
+    def tick(self, sup: Supervisor) -> None:
+        now = time.monotonic()
+        if not self.tty or now < self.next_draw:
+            return
+        self.next_draw = now + REDRAW_S
+        rows = [c.status(sup.now()) for c in sup.children()]
+        lines = [f"pynamesrv cluster {self.cfg.path}",
+                 f"namesrvAddr {self.cfg.namesrv_addr()}   control {self.cfg.control}", "",
+                 format_table(rows), "", *self.recent, "",
+                 "stopping..." if sup.shutting_down else "Ctrl-C stops the cluster"]
+        sys.stdout.write("\x1b[H\x1b[2J" + "\n".join(lines) + "\n")
+        sys.stdout.flush()
+
+    def final(self, sup: Supervisor) -> None:
+        print(format_table([c.status(sup.now()) for c in sup.children()]))
+        print("cluster stopped", flush=True)
+
+
+# ------------------------------------------------------------------ control
+
+
+def _client(args: argparse.Namespace) -> ControlClient:
+    return ControlClient(load_cluster(args.config).control, args.timeout)
+
+
+def _emit(args: argparse.Namespace, reply: dict[str, Any], text: str) -> None:
+    if args.json:
+        print(orjson.dumps(reply, option=orjson.OPT_INDENT_2).decode())
+    else:
+        print(text)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        reply = client.call("status")
+    rows = reply["nodes"] + reply.get("children", [])
+    _emit(args, reply, format_table(rows))
+    return 0
+
+
+def _node_line(n: dict[str, Any]) -> str:
+    pid = n.get("pid") or "-"
+    extra = f", last exit: {n['last_exit']}" if n.get("last_exit") else ""
+    return f"{n['name']}: {n['state']} (pid {pid}, restarts {n['restarts']}{extra})"
+
+
+def cmd_node(args: argparse.Namespace) -> int:
+    extra = {"signal": args.signal} if args.action == "kill" else {}
+    with _client(args) as client:
+        reply = client.call(args.action, args.node, **extra)
+        old_pid = reply["node"].get("pid")
+        target: dict[str, Callable[[dict[str, Any]], bool]] = {
+            "start": _is_running, "stop": _is_stopped,
+            "restart": lambda n: n.get("pid") != old_pid and _is_running(n)}
+        if args.action in target and args.wait:
+            reply = _wait_for(client, args, target[args.action])
+    _emit(args, reply, _node_line(reply["node"]))
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    if args.node:
+        args.action = "stop"
+        return cmd_node(args)
+    cfg = load_cluster(args.config)
+    with ControlClient(cfg.control, args.timeout) as client:
+        reply = client.call("shutdown")
+        if args.wait:
+            _wait_gone(client, args.wait_timeout or cfg.supervisor.stop_grace_s + 5)
+    _emit(args, reply, "cluster stopping" if not args.wait else "cluster stopped")
+    return 0
+
+
+def _is_running(n: dict[str, Any]) -> bool:
+    if n["state"] == "failed":
+        raise ControlError(f"{n['name']}: failed ({n.get('last_exit')})")
+    return bool(n["state"] == "running")
+
+
+def _is_stopped(n: dict[str, Any]) -> bool:
+    return n["state"] in ("stopped", "failed") and not n.get("pid")
+
+
+def _wait_for(client: ControlClient, args: argparse.Namespace,
+              done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    deadline = time.monotonic() + (args.wait_timeout or 60.0)
+    while True:
+        node = client.node_status(args.node)
+        if done(node):
+            return {"ok": True, "node": node}
+        if time.monotonic() >= deadline:
+            raise ControlError(f"{args.node}: still {node['state']} after waiting")
+        time.sleep(POLL_S)
+
+
+def _wait_gone(client: ControlClient, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    client.timeout = min(client.timeout, 1.0)
+    while time.monotonic() < deadline:
+        try:
+            client.request("status")
+        except ControlUnavailable:
+            return
+        time.sleep(POLL_S)
+    raise ControlError(f"the supervisor still answers after {timeout:g}s")

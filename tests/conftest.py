@@ -1,0 +1,105 @@
+"""Shared test fixtures: free ports, polling with a deadline, and a process reaper."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.nodeproc import free_port, poll_until
+
+__all__ = ["Reaper", "free_port", "poll_until"]
+
+
+def group_members(pgid: int) -> list[psutil.Process]:
+    """Live (non-zombie) processes whose process group is ``pgid``."""
+    found = []
+    for p in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(p)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return found
+
+
+class Reaper:
+    """Remembers every process a test starts and kills them all (whole groups) at teardown.
+
+    ``marker`` strings catch processes that escaped their parent: any process whose
+    command line contains one (e.g. the test's tmp dir) is killed with its group.
+    """
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen[Any]] = []
+        self.pgids: set[int] = set()
+        self.markers: list[str] = []
+
+    def spawn(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
+        kwargs.setdefault("start_new_session", True)
+        proc = subprocess.Popen(list(argv), **kwargs)
+        self.procs.append(proc)
+        return proc
+
+    def track_pgid(self, pgid: int) -> None:
+        self.pgids.add(pgid)
+
+    def track_marker(self, marker: str) -> None:
+        self.markers.append(marker)
+
+    def _victims(self) -> set[int]:
+        pgids = set(self.pgids)
+        for proc in self.procs:
+            try:
+                root = psutil.Process(proc.pid)
+                pgids.update(os.getpgid(c.pid) for c in [root, *root.children(recursive=True)])
+            except (psutil.Error, ProcessLookupError):
+                continue
+        for p in psutil.process_iter(["cmdline"]):
+            line = " ".join(p.info["cmdline"] or [])
+            if any(m in line for m in self.markers):
+                try:
+                    pgids.add(os.getpgid(p.pid))
+                except ProcessLookupError:
+                    continue
+        pgids.discard(os.getpgid(0))
+        return pgids
+
+    def reap(self) -> None:
+        for pgid in self._victims():
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(10)
+            for f in (proc.stdout, proc.stderr, proc.stdin):
+                if f is not None:
+                    f.close()
+
+
+@pytest.fixture
+def reaper() -> Iterator[Reaper]:
+    r = Reaper()
+    yield r
+    r.reap()
+
+
+@pytest.fixture
+def port_factory() -> Iterator[Any]:
+    """Call it to get a free loopback port not handed out before in this test."""
+    given: set[int] = set()
+
+    def take() -> int:
+        port = poll_until(lambda: (p := free_port()) not in given and p, what="a new port")
+        given.add(port)
+        return port
+
+    yield take
