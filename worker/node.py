@@ -219,9 +219,11 @@ def bind_guard(host: str, port: int) -> socket.socket:
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     probe = socket.socket(family, socket.SOCK_STREAM)
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is no owner
     _bind_or_fail(probe, host, port)
     probe.close()
     guard = socket.socket(family, socket.SOCK_STREAM)
+    guard.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     guard.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     _bind_or_fail(guard, host, port)
     return guard
