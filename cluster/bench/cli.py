@@ -70,7 +70,7 @@ def _row(r: dict) -> str:
             parts.append(f"{side} {rate:>10,.0f}/s p50 {s['p50_ms']} ms p99 {s['p99_ms']} ms "
                          f"p999 {s['p999_ms']} ms")
     if "server_cpu_util" in r:
-        parts.append(f"server cpu {r['server_cpu_util']:.2f} rss {r['server_peak_rss_mb']} MB")
+        parts.append(f"server cpu {r['server_cpu_util']:.2f} peak pss {r['server_peak_pss_mb']} MB")
     parts.append(f"client cpu {r.get('client_cpu')} errors {r.get('errors')}")
     return " | ".join(parts)
 

@@ -97,5 +97,5 @@ def measure(binary: Path, w: Workload, target: str, props: dict[str, str], warmu
         result = run_rmqload(binary, w, address, warmup, duration)
     return {"workload": w.name, "target": target, **summary(result),
             "server_cpu_util": round(sampler.cpu_util, 3),
-            "server_peak_rss_mb": round(sampler.peak_rss / 2**20, 1),
+            "server_peak_pss_mb": round(sampler.peak_pss / 2**20, 1),
             "java_4_9_7": w.java_4_9_7, "raw": result}

@@ -1,4 +1,8 @@
-"""CPU time and peak RSS of a whole process tree (a node and all its workers)."""
+"""CPU time and peak memory of a whole process tree (a node and all its workers).
+
+Memory is the sum of PSS (proportional set size): pages shared by the workers,
+such as the LMDB map on /dev/shm, are counted once, not once per process.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,20 @@ import time
 import psutil
 
 
+def _pss(p: psutil.Process) -> int:
+    try:
+        return int(p.memory_full_info().pss)
+    except (psutil.AccessDenied, AttributeError):
+        return int(p.memory_info().rss)
+
+
 class TreeSampler:
     """Samples a process tree every ``period`` seconds on a background thread."""
 
     def __init__(self, pid: int, period: float = 0.2) -> None:
         self.root = psutil.Process(pid)
         self.period = period
-        self.peak_rss = 0
+        self.peak_pss = 0
         self._cpu: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -28,16 +39,16 @@ class TreeSampler:
             return []
 
     def _sample(self) -> None:
-        rss = 0
+        pss = 0
         for p in self._procs():
             try:
                 with p.oneshot():
                     t = p.cpu_times()
                     self._cpu[p.pid] = t.user + t.system
-                    rss += p.memory_info().rss
+                    pss += _pss(p)
             except psutil.NoSuchProcess:
                 continue
-        self.peak_rss = max(self.peak_rss, rss)
+        self.peak_pss = max(self.peak_pss, pss)
 
     def _run(self) -> None:
         while not self._stop.wait(self.period):

@@ -33,7 +33,9 @@ DEFAULT = ("route", "route-latency", "register-bump", "register-nobump", "mixed-
 def summary(result: dict) -> dict[str, object]:
     """The figures worth a table row from one rmqload JSON result."""
     out: dict[str, object] = {}
-    for side in ("route", "register"):
+    sides = {"route": ("route",), "register": ("register",)}.get(result.get("mode", ""),
+                                                                 ("route", "register"))
+    for side in sides:
         part = result.get(side)
         if not part:
             continue
