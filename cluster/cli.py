@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cluster.bench.cli",
     "supervisor.cli",
     "cluster.client.cli",
+    "cluster.chaos.cli",
 )
 
 

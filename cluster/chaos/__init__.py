@@ -1,0 +1,1 @@
+"""Chaos testing: seeded faults against a live local cluster, checked by invariants."""

@@ -1,0 +1,101 @@
+"""``pynamesrv chaos run|plan|check``: seeded fault scenarios against a local cluster."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+from cluster.chaos.checkers import CheckConfig, HistoryView, config_from_history, run_checks
+from cluster.chaos.history import read_history
+from cluster.chaos.runner import ChaosOptions, run_chaos, timing_for
+from cluster.chaos.schedule import SCENARIOS, build_schedule
+from cluster.config import load_cluster
+from cluster.errors import UserError
+
+
+def _duration(text: str) -> float:
+    scale = {"s": 1.0, "m": 60.0}.get(text[-1:])
+    try:
+        value = float(text[:-1]) * scale if scale else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 45, 45s, 2m)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("duration must be positive")
+    return value
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    chaos = sub.add_parser("chaos", help="seeded fault scenarios checked by invariants")
+    csub = chaos.add_subparsers(dest="chaos_command", metavar="ACTION")
+    csub.required = True
+    run = csub.add_parser("run", help="run a scenario against a fresh local cluster")
+    _schedule_args(run)
+    run.add_argument("--out", metavar="DIR", help="output directory (default chaos-out/...)")
+    run.add_argument("--brokers", type=int, default=2, help="simulated brokers (2)")
+    run.set_defaults(func=cmd_run)
+    plan = csub.add_parser("plan", help="print the fault schedule of a scenario and seed")
+    _schedule_args(plan)
+    plan.set_defaults(func=cmd_plan)
+    check = csub.add_parser("check", help="run the checkers again over a saved history")
+    check.add_argument("history", metavar="HISTORY", help="history.jsonl of a run")
+    check.set_defaults(func=cmd_check)
+
+
+def _schedule_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scenario", required=True, choices=sorted(SCENARIOS), metavar="NAME",
+                   help="one of: " + ", ".join(SCENARIOS))
+    p.add_argument("--seed", type=int, required=True, help="seed; the same seed replays")
+    p.add_argument("--duration", type=_duration, default=60.0, metavar="D",
+                   help="run length, e.g. 45s or 2m (60s)")
+    p.add_argument("-c", "--config", metavar="FILE",
+                   help="cluster file (default ./cluster.yaml, else the repository's)")
+    p.add_argument("--margin", type=float, default=None, metavar="S",
+                   help="slack added to every liveness deadline (max(2, heartbeat/4))")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.brokers < 1:
+        raise UserError("--brokers must be at least 1")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out or f"chaos-out/{args.scenario}-{args.seed}-{stamp}")
+    opts = ChaosOptions(args.scenario, args.seed, args.duration, out, args.config,
+                        args.brokers, args.margin, lambda line: print(line, flush=True))
+    report = run_chaos(opts)
+    if report.interrupted:
+        return 130
+    return 0 if report.ok else 1
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    cfg = load_cluster(args.config)
+    brokers = [f"chaos-broker-{i}" for i in range(2)]
+    schedule = build_schedule(args.scenario, args.seed, [n.name for n in cfg.nodes], brokers,
+                              args.duration, timing_for(cfg, args.margin))
+    print(f"scenario={schedule.scenario} seed={schedule.seed} "
+          f"schedule={schedule.fingerprint()} faults={len(schedule.events)}")
+    for line in schedule.describe():
+        print(line)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    path = Path(args.history)
+    if not path.is_file():
+        raise UserError(f"{path}: no such history file")
+    ops = read_history(path)
+    view = HistoryView(ops)
+    cfg: CheckConfig = config_from_history(view)
+    results = run_checks(ops, cfg)
+    for r in results:
+        tag = "SKIP" if r.skipped else ("PASS" if r.ok else "FAIL")
+        print(f"{tag} {r.kind:<8} {r.name:<26} {r.summary}")
+        for ev in [] if r.ok else r.evidence:
+            print(f"       evidence: {orjson.dumps(ev).decode()[:400]}")
+    ok = all(r.ok for r in results)
+    print(f"RESULT: {'PASS' if ok else 'FAIL'}")
+    sys.stdout.flush()
+    return 0 if ok else 1

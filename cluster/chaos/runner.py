@@ -1,0 +1,327 @@
+"""One chaos run: start the cluster, put proxies in front, run workload and nemesis, check.
+
+The run writes into ``out_dir``: ``schedule.json``, ``history.jsonl``,
+``result.json``, ``summary.txt`` and ``cluster.log``. Whatever happens
+(a failed check, an exception, Ctrl-C or SIGTERM) the cluster is shut down,
+the proxies and clients are closed, and the processes of the run are checked
+and reaped before ``run_chaos`` returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from cluster.chaos.checkers import CheckConfig, CheckResult, run_checks
+from cluster.chaos.cluster_proc import ClusterProcess, ProcessTracker
+from cluster.chaos.faults import FAULTS, FaultContext
+from cluster.chaos.history import NEMESIS, RUNNER, HistoryWriter
+from cluster.chaos.proxy import ProxyHost, ProxySpec
+from cluster.chaos.schedule import FaultEvent, Schedule, Timing, build_schedule
+from cluster.chaos.workload import Workload, WorkloadOptions
+from cluster.client.nsclient import NameServerClient
+from cluster.config import ClusterConfig, load_cluster
+from cluster.control import ControlClient
+
+PROGRESS_EVERY_S = 10.0
+SAMPLE_EVERY_S = 1.0
+
+
+@dataclass(frozen=True)
+class ChaosOptions:
+    scenario: str
+    seed: int
+    duration_s: float
+    out_dir: Path
+    config: str | None = None
+    brokers: int = 2
+    margin_s: float | None = None
+    echo: Callable[[str], None] = print
+    timing: Timing | None = None
+
+
+@dataclass
+class ChaosReport:
+    schedule: Schedule
+    results: list[CheckResult]
+    out_dir: Path
+    interrupted: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.interrupted and self.error is None and all(r.ok for r in self.results)
+
+
+def timing_for(cfg: ClusterConfig, margin_s: float | None = None) -> Timing:
+    """Protocol timing implied by cluster.yaml (heartbeat, scan, expiry) plus a margin."""
+    hb = cfg.broker_heartbeat_ms / 1000
+    margin = margin_s if margin_s is not None else max(2.0, hb / 4)
+    restart = cfg.supervisor.backoff_initial_ms / 1000 + 3.0
+    return Timing(heartbeat_s=hb, scan_s=cfg.scan_interval_ms / 1000,
+                  expiry_s=cfg.expiry_ms / 1000, margin_s=margin, restart_s=restart)
+
+
+def client_timeout(timing: Timing) -> float:
+    return max(1.0, min(3.0, timing.heartbeat_s))
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt in the main thread, so cleanup runs the same way."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+class ChaosRun:
+    def __init__(self, opts: ChaosOptions) -> None:
+        self.opts = opts
+        self.echo = opts.echo
+        self.cfg = load_cluster(opts.config, for_start=True)
+        self.timing = opts.timing or timing_for(self.cfg, opts.margin_s)
+        self.nodes = [n.name for n in self.cfg.nodes]
+        self.node_addrs = {n.name: n.addr for n in self.cfg.nodes}
+        self.brokers = [f"chaos-broker-{i}" for i in range(opts.brokers)]
+        self.schedule = build_schedule(opts.scenario, opts.seed, self.nodes, self.brokers,
+                                       opts.duration_s, self.timing)
+        opts.out_dir.mkdir(parents=True, exist_ok=True)
+        self.cluster = ClusterProcess(self.cfg, opts.out_dir / "cluster.log")
+        self.tracker = ProcessTracker()
+        self.control = ControlClient(self.cfg.control, 5.0)
+        self.probe = NameServerClient(list(self.node_addrs.values()), timeout=2.0)
+        self.proxies: ProxyHost | None = None
+        self.workload: Workload | None = None
+        self.history: HistoryWriter | None = None
+        self.ctx: FaultContext | None = None
+        self.active: dict[int, FaultEvent] = {}
+        self._next_sample = 0.0
+        self._next_progress = PROGRESS_EVERY_S
+
+    # ------------------------------------------------------------------ run
+
+    def run(self) -> ChaosReport:
+        self._write_json("schedule.json", self.schedule.as_dict())
+        self.echo(f"chaos: scenario={self.schedule.scenario} seed={self.opts.seed} "
+                  f"schedule={self.schedule.fingerprint()} duration={self.opts.duration_s:g}s "
+                  f"out={self.opts.out_dir}")
+        for line in self.schedule.describe():
+            self.echo(f"  plan {line}")
+        report = ChaosReport(self.schedule, [], self.opts.out_dir)
+        try:
+            with sigterm_as_interrupt():
+                self._execute()
+        except KeyboardInterrupt:
+            report.interrupted = True
+            self.echo("chaos: interrupted, cleaning up")
+        except Exception as exc:
+            report.error = f"{type(exc).__name__}: {exc}"
+            self.echo(f"chaos: error: {report.error}")
+        finally:
+            with sigterm_as_interrupt():
+                self._cleanup()
+        return self._finish(report)
+
+    def _execute(self) -> None:
+        self.cluster.start()
+        self.tracker.sample(self.cluster.pid)
+        wait_s = self.cfg.supervisor.readiness_timeout_s + 30
+        took = self.cluster.wait_ready(self.control, self._answers, wait_s)
+        self.tracker.sample(self.cluster.pid)
+        self.echo(f"chaos: cluster ready in {took:.1f}s ({', '.join(self.nodes)})")
+        self._start_harness()
+        self._run_schedule()
+        healed_at = self.history.now() if self.history is not None else 0.0
+        end = max(self.opts.duration_s, healed_at + self.timing.settle_s)
+        self._wait_until(end)
+        assert self.workload is not None
+        self.workload.read_kv_all()
+
+    def _answers(self, node: str) -> bool:
+        with contextlib.suppress(Exception):
+            self.probe.get_snapshot(self.node_addrs[node])
+            return True
+        return False
+
+    def _start_harness(self) -> None:
+        specs = [ProxySpec(n.name, (n.host, n.port)) for n in self.cfg.nodes]
+        self.proxies = ProxyHost(specs, seed=self.opts.seed)
+        ports = self.proxies.start()
+        client_addrs = {name: f"127.0.0.1:{port}" for name, port in ports.items()}
+        self.history = HistoryWriter(self.opts.out_dir / "history.jsonl", time.monotonic)
+        self.history.record(RUNNER, "start", None, "info", {
+            "nodes": self.nodes, "brokers": self.brokers, "timing": self.timing.as_dict(),
+            "scenario": self.schedule.scenario, "seed": self.opts.seed,
+            "fingerprint": self.schedule.fingerprint(), "client_addrs": client_addrs,
+            "node_addrs": self.node_addrs, "check": {"grace_s": self._grace_s()}})
+        opts = WorkloadOptions(brokers=len(self.brokers), heartbeat_s=self.timing.heartbeat_s,
+                               timeout_s=client_timeout(self.timing), seed=self.opts.seed)
+        self.workload = Workload(self.history, client_addrs, self.node_addrs, opts)
+        self.ctx = FaultContext(self.control, self.proxies, self.workload, self.node_addrs,
+                                self.probe, float(self.cfg.supervisor.readiness_timeout_s))
+        self.workload.start()
+
+    # ------------------------------------------------------------- nemesis
+
+    def _actions(self) -> list[tuple[float, int, int, str]]:
+        out = []
+        for idx, e in enumerate(self.schedule.events):
+            out.append((e.at, 1, idx, "apply"))
+            if e.undo_at is not None:
+                out.append((e.undo_at, 0, idx, "undo"))
+        return sorted(out)
+
+    def _run_schedule(self) -> None:
+        for at, _, idx, phase in self._actions():
+            self._wait_until(at)
+            event = self.schedule.events[idx]
+            if phase == "apply":
+                self._apply(idx, event)
+            elif idx in self.active:
+                self._undo(idx, event)
+
+    def _step(self, idx: int, e: FaultEvent, phase: str,
+              fn: Callable[..., dict[str, Any]]) -> bool:
+        assert self.history is not None and self.ctx is not None
+        start = self.history.now()
+        base = {"phase": phase, "event": idx, "params": e.params, "scheduled": e.at
+                if phase == "apply" else e.undo_at}
+        try:
+            value, ok = {**base, **fn(self.ctx, e)}, True
+        except Exception as exc:
+            value, ok = {**base, "error": f"{type(exc).__name__}: {exc}"}, False
+        rec = self.history.record(NEMESIS, e.fault, e.target, "ok" if ok else "fail",
+                                  value, start)
+        shown = {k: v for k, v in value.items() if k not in ("phase", "event", "params")}
+        self.echo(f"[{rec.t:7.2f}s] {phase:<5} {e.fault:<17} {e.target:<15} "
+                  f"{'ok' if ok else 'FAILED'} {orjson.dumps(shown).decode()}")
+        return ok
+
+    def _apply(self, idx: int, e: FaultEvent) -> None:
+        apply, undo = FAULTS[e.fault]
+        ok = self._step(idx, e, "apply", apply)
+        if ok and undo is not None:
+            self.active[idx] = e
+        elif undo is not None:
+            assert self.history is not None
+            self.history.record(NEMESIS, e.fault, e.target, "info",
+                                {"phase": "undo", "event": idx, "skipped": "apply failed"})
+
+    def _undo(self, idx: int, e: FaultEvent) -> None:
+        undo = FAULTS[e.fault][1]
+        assert undo is not None
+        self._step(idx, e, "undo", undo)
+        self.active.pop(idx, None)
+
+    def _wait_until(self, t: float) -> None:
+        assert self.history is not None
+        stop = threading.Event()
+        while (left := t - self.history.now()) > 0:
+            self._housekeeping()
+            stop.wait(min(left, SAMPLE_EVERY_S))
+        self._housekeeping()
+
+    def _housekeeping(self) -> None:
+        assert self.history is not None
+        now = self.history.now()
+        if now >= self._next_sample:
+            self.tracker.sample(self.cluster.pid)
+            self._next_sample = now + SAMPLE_EVERY_S
+        if now >= self._next_progress:
+            counts = " ".join(f"{k}={v}" for k, v in self.history.outcomes.items())
+            self.echo(f"[{now:7.2f}s] history {self.history.count} records: {counts}")
+            self._next_progress = now + PROGRESS_EVERY_S
+
+    # ------------------------------------------------------------- cleanup
+
+    def _cleanup(self) -> None:
+        self._heal_paused()
+        if self.workload is not None:
+            self.workload.stop()
+        if self.proxies is not None:
+            self.proxies.close()
+        if not self.cluster.exited():
+            self.tracker.sample(self.cluster.pid)
+        how = self.cluster.shutdown(self.control, self.cfg.supervisor.stop_grace_s + 10.0)
+        self.probe.close()
+        self.control.close()
+        left = self.tracker.wait_gone(5.0)
+        self.tracker.kill_survivors()
+        if self.history is not None:
+            self.history.record(RUNNER, "orphans", None, "info", {
+                "alive": left, "checked": len(self.tracker.seen), "shutdown": how})
+            self.history.close()
+        self.echo(f"chaos: cluster {how}; {len(self.tracker.seen)} processes tracked, "
+                  f"{len(left)} left behind")
+
+    def _heal_paused(self) -> None:
+        for e in self.active.values():
+            if e.fault == "pause_node":
+                with contextlib.suppress(Exception):
+                    self.control.resume(e.target)
+
+    # -------------------------------------------------------------- report
+
+    def _finish(self, report: ChaosReport) -> ChaosReport:
+        if self.history is not None:
+            cfg = CheckConfig(timing=self.timing, grace_s=self._grace_s())
+            report.results = run_checks(self.history.records(), cfg)
+        self._write_json("result.json", result_document(report, self.opts))
+        text = summary_text(report, self.opts)
+        (self.opts.out_dir / "summary.txt").write_text(text, encoding="utf-8")
+        self.echo(text.rstrip("\n"))
+        return report
+
+    def _grace_s(self) -> float:
+        return client_timeout(self.timing) + self.timing.margin_s
+
+    def _write_json(self, name: str, doc: Any) -> None:
+        (self.opts.out_dir / name).write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+
+
+def result_document(report: ChaosReport, opts: ChaosOptions) -> dict[str, Any]:
+    return {"scenario": report.schedule.scenario, "seed": opts.seed,
+            "fingerprint": report.schedule.fingerprint(), "duration_s": opts.duration_s,
+            "ok": report.ok, "interrupted": report.interrupted, "error": report.error,
+            "checks": [r.as_dict() for r in report.results],
+            "schedule": report.schedule.as_dict(), "history": "history.jsonl"}
+
+
+def summary_text(report: ChaosReport, opts: ChaosOptions) -> str:
+    s = report.schedule
+    lines = [f"chaos run: scenario={s.scenario} seed={opts.seed} schedule={s.fingerprint()} "
+             f"duration={opts.duration_s:g}s faults={len(s.events)}"]
+    if report.interrupted:
+        lines.append("INTERRUPTED: the run did not complete")
+    if report.error:
+        lines.append(f"ERROR: {report.error}")
+    for r in report.results:
+        tag = "SKIP" if r.skipped else ("PASS" if r.ok else "FAIL")
+        lines.append(f"{tag} {r.kind:<8} {r.name:<26} {r.summary}")
+        if not r.ok:
+            lines += [f"       evidence: {orjson.dumps(ev).decode()[:400]}" for ev in r.evidence]
+    lines.append(f"RESULT: {'PASS' if report.ok else 'FAIL'} "
+                 f"(replay: --scenario {s.scenario} --seed {opts.seed})")
+    return "\n".join(lines) + "\n"
+
+
+def run_chaos(opts: ChaosOptions) -> ChaosReport:
+    return ChaosRun(opts).run()
+
+

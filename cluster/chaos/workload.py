@@ -1,0 +1,294 @@
+"""The chaos workload: brokers, route readers, KV writers and a snapshot observer.
+
+Every operation becomes one history record per node. Brokers and clients go
+through the fault proxies (``client_addrs``); the observer reads snapshots
+straight from the nodes (``node_addrs``) so it sees what a node holds even
+while its network is faulted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from cluster.chaos.history import OBSERVER, HistoryWriter
+from cluster.client.broker_sim import SimBroker, SimOptions, SimStats, broker_identity, make_topics
+from cluster.client.connection import ConnectionPool, IoLoop
+from cluster.client.errors import CallTimeout, ClientError, RemoteError
+from cluster.client.fanout import FanoutResult, NodeOutcome, Status
+from cluster.client.heartbeat import UNCHANGED
+from cluster.client.nsclient import NameServerClient
+from cluster.protocol.codes import ResponseCode
+
+KV_NAMESPACE = "CHAOS"
+ROUTE_TOPIC = "SimTopic-0"
+MAX_KV_KEYS = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadOptions:
+    brokers: int = 2
+    readers: int = 1
+    kv_writers: int = 1
+    heartbeat_s: float = 30.0
+    timeout_s: float = 3.0
+    read_interval_s: float = 0.25
+    kv_interval_s: float = 0.5
+    observe_interval_s: float = 0.5
+    kv_every_rounds: int = 10
+    seed: int = 0
+
+
+def client_error_value(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, RemoteError):
+        return {"code": exc.code, "remark": exc.remark}
+    kind = getattr(exc, "kind", type(exc).__name__)
+    return {"error": kind, "detail": str(exc)[:200]}
+
+
+def outcome_of(exc: BaseException | None) -> str:
+    if exc is None:
+        return "ok"
+    return "unknown" if isinstance(exc, CallTimeout) else "fail"
+
+
+class _BrokerStats(SimStats):
+    """Turns each per-node heartbeat outcome into a ``register`` history record."""
+
+    def __init__(self, workload: Workload, broker: str) -> None:
+        super().__init__()
+        self._workload = workload
+        self._broker = broker
+        self._round: list[NodeOutcome] = []
+
+    def record(self, outcome: NodeOutcome) -> None:
+        """Called on the I/O loop once per node after a round; a round is flushed together."""
+        super().record(outcome)
+        if outcome.value == UNCHANGED:
+            return
+        if not self._round:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._round.append(outcome)
+
+    def _flush(self) -> None:
+        outcomes, self._round = self._round, []
+        started = self._workload.history.now() - max(o.elapsed for o in outcomes)
+        for o in outcomes:
+            self._workload.record_outcome(self._broker, "register", o,
+                                          {"broker": self._broker}, started)
+
+
+class Workload:
+    """Runs until ``stop``; thread-safe broker faults for the nemesis."""
+
+    def __init__(self, history: HistoryWriter, client_addrs: Mapping[str, str],
+                 node_addrs: Mapping[str, str], opts: WorkloadOptions) -> None:
+        self.history = history
+        self.opts = opts
+        self.client_addrs = dict(client_addrs)
+        self.node_addrs = dict(node_addrs)
+        self._node_of = {a: n for n, a in self.client_addrs.items()}
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._io = IoLoop("chaos-brokers")
+        self._lock = threading.Lock()
+        self.brokers: dict[str, SimBroker] = {}
+        self._crashed: list[SimBroker] = []
+        self._kv_seq = 0
+
+    # ------------------------------------------------------------ recording
+
+    def node_of(self, addr: str) -> str:
+        return self._node_of.get(addr, addr)
+
+    def record_outcome(self, process: str, op: str, outcome: NodeOutcome,
+                       value: dict[str, Any], started: float) -> None:
+        """One node's part of a fan-out that began at ``started`` (history time)."""
+        node, done = self.node_of(outcome.addr), started + outcome.elapsed
+        if outcome.status in (Status.OK, Status.SENT):
+            self.history.record(process, op, node, "ok", value, started, done)
+            return
+        kind = "unknown" if outcome.status is Status.TIMED_OUT else "fail"
+        err = {} if outcome.error is None else client_error_value(outcome.error)
+        self.history.record(process, op, node, kind, {**value, **err}, started, done)
+
+    def record_fanout(self, process: str, op: str, result: FanoutResult,
+                      value: dict[str, Any]) -> None:
+        started = self.history.now() - result.elapsed
+        for outcome in result.outcomes.values():
+            self.record_outcome(process, op, outcome, value, started)
+
+    # ---------------------------------------------------------------- brokers
+
+    def broker_names(self) -> list[str]:
+        return [f"chaos-broker-{i}" for i in range(self.opts.brokers)]
+
+    def _new_broker(self, index: int) -> SimBroker:
+        who = broker_identity("ChaosCluster", index, 0, prefix="chaos-broker-",
+                              base_port=20911)
+        hb = self.opts.heartbeat_s
+        opts = SimOptions(period=hb, clamp=(min(hb, 10.0), max(hb, 60.0)),
+                          timeout=min(self.opts.timeout_s, hb), retry_interval=min(1.0, hb))
+        return SimBroker(self._io, list(self.client_addrs.values()), who,
+                         make_topics(2, 4, 6), opts, _BrokerStats(self, who.broker_name))
+
+    def start_broker(self, name: str) -> None:
+        index = self.broker_names().index(name)
+        broker = self._new_broker(index)
+        with self._lock:
+            self.brokers[name] = broker
+        broker.start()
+
+    def crash_broker(self, name: str, close_connections: bool = False) -> None:
+        """Heartbeats stop; connections stay open unless asked (so expiry must act)."""
+        with self._lock:
+            broker = self.brokers.pop(name)
+        broker.crash(close_connections)
+        if not close_connections:
+            with self._lock:
+                self._crashed.append(broker)
+
+    def unregister_broker(self, name: str) -> FanoutResult:
+        with self._lock:
+            broker = self.brokers.pop(name)
+        broker.heartbeat.stop()
+        result = broker.api.unregister_broker_all(broker.who, timeout=self.opts.timeout_s)
+        self.record_fanout(name, "unregister", result, {"broker": name})
+        broker.api.pool.close()
+        broker.state = "unregistered"
+        return result
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        for name in self.broker_names():
+            self.start_broker(name)
+        loops: list[tuple[str, Callable[[str], None]]] = []
+        loops += [(f"reader-{i}", self._reader) for i in range(self.opts.readers)]
+        loops += [(f"kv-{i}", self._kv_writer) for i in range(self.opts.kv_writers)]
+        loops.append((OBSERVER, self._observer))
+        for name, fn in loops:
+            t = threading.Thread(target=fn, args=(name,), name=f"chaos-{name}", daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def stop(self, join_timeout: float = 10.0) -> None:
+        """Stop every loop; brokers stop heartbeating without unregistering."""
+        self._stop.set()
+        for t in self._threads:
+            t.join(join_timeout)
+        with self._lock:
+            brokers = list(self.brokers.values()) + self._crashed
+            self.brokers.clear()
+            self._crashed = []
+        for b in brokers:
+            b.heartbeat.stop()
+            b.api.pool.close()
+        self._io.close()
+
+    @property
+    def alive_threads(self) -> list[str]:
+        return [t.name for t in self._threads if t.is_alive()]
+
+    # ----------------------------------------------------------------- loops
+
+    def _client(self, addrs: list[str]) -> NameServerClient:
+        pool = ConnectionPool(IoLoop(f"chaos-client-{len(self._threads)}"),
+                              connect_timeout=self.opts.timeout_s)
+        return NameServerClient(addrs, timeout=self.opts.timeout_s, pool=pool)
+
+    def _call(self, process: str, op: str, node: str, value: dict[str, Any],
+              fn: Callable[[], dict[str, Any]]) -> None:
+        start = self.history.now()
+        try:
+            result = fn()
+        except ClientError as exc:
+            self.history.record(process, op, node, outcome_of(exc),
+                                {**value, **client_error_value(exc)}, start)
+            return
+        self.history.record(process, op, node, "ok", {**value, **result}, start)
+
+    def _reader(self, process: str) -> None:
+        client = self._client(list(self.client_addrs.values()))
+        try:
+            while not self._stop.is_set():
+                for node, addr in self.client_addrs.items():
+                    self._call(process, "route", node, {"topic": ROUTE_TOPIC},
+                               partial(_route_brokers, client, addr))
+                self._stop.wait(self.opts.read_interval_s)
+        finally:
+            client.close()
+
+    def _kv_writer(self, process: str) -> None:
+        client = self._client(list(self.client_addrs.values()))
+        try:
+            while not self._stop.is_set() and self._kv_seq < MAX_KV_KEYS:
+                self.put_kv(client, process)
+                self._stop.wait(self.opts.kv_interval_s)
+        finally:
+            client.close()
+
+    def put_kv(self, client: NameServerClient, process: str) -> None:
+        with self._lock:
+            self._kv_seq += 1
+            seq = self._kv_seq
+        key, value = f"{process}-{seq}", f"v{seq}-s{self.opts.seed}"
+        result = client.put_kv(KV_NAMESPACE, key, value)
+        self.record_fanout(process, "kv_put", result,
+                           {"ns": KV_NAMESPACE, "key": key, "value": value})
+
+    def read_kv_all(self, process: str = "verifier") -> None:
+        """One ``kv_read`` of the chaos namespace from every node (through the proxies)."""
+        client = self._client(list(self.client_addrs.values()))
+        try:
+            for node, addr in self.client_addrs.items():
+                self._call(process, "kv_read", node, {"namespaces": [KV_NAMESPACE]},
+                           partial(_kv_table, client, addr))
+        finally:
+            client.close()
+
+    def _observer(self, process: str) -> None:
+        client = self._client(list(self.node_addrs.values()))
+        rounds = 0
+        try:
+            while not self._stop.is_set():
+                with_kv = rounds % self.opts.kv_every_rounds == 0
+                for node, addr in self.node_addrs.items():
+                    self._call(process, "snapshot", node, {},
+                               partial(_observe, client, addr, with_kv))
+                rounds += 1
+                self._stop.wait(self.opts.observe_interval_s)
+        finally:
+            client.close()
+
+
+def _route_brokers(client: NameServerClient, addr: str) -> dict[str, Any]:
+    try:
+        route = client.get_route(ROUTE_TOPIC, addr=addr)
+    except RemoteError as exc:
+        if exc.code == ResponseCode.TOPIC_NOT_EXIST:
+            return {"brokers": []}
+        raise
+    return {"brokers": sorted({str(b["brokerName"]) for b in route["brokerDatas"]})}
+
+
+def _kv_table(client: NameServerClient, addr: str) -> dict[str, Any]:
+    return {"kv": {KV_NAMESPACE: client.get_kv_list(KV_NAMESPACE, addr=addr) or {}}}
+
+
+def _observe(client: NameServerClient, addr: str, with_kv: bool) -> dict[str, Any]:
+    return observation(client.get_snapshot(addr), with_kv)
+
+
+def observation(snapshot: Mapping[str, Any], with_kv: bool = True) -> dict[str, Any]:
+    """The compact view of a node snapshot the checkers use (KV only when asked)."""
+    tables = snapshot.get("tables", {})
+    out = {"seq": snapshot.get("seq"), "brokers": sorted(tables.get("broker", {})),
+           "live": sorted(tables.get("live", {}))}
+    if with_kv:
+        out["kv"] = tables.get("kv", {})
+    return out

@@ -1,0 +1,111 @@
+"""Short seeded chaos scenarios end to end against a live local cluster (``-m chaos``)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psutil
+import pytest
+
+from cluster.chaos.history import NEMESIS, read_history
+from cluster.chaos.runner import ChaosOptions, ChaosReport, run_chaos
+from cluster.chaos.schedule import Timing
+from tests.chaos.conftest import write_cluster
+from tests.conftest import Reaper, poll_until
+
+pytestmark = pytest.mark.chaos
+FAST = Timing(heartbeat_s=2, scan_s=1, expiry_s=6, margin_s=2, restart_s=3.2)
+
+
+def processes_under(marker: str) -> list[int]:
+    found = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        line = " ".join(p.info["cmdline"] or [])
+        if marker in line and p.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(p.pid)
+    return found
+
+
+def run(tmp: Path, scenario: str, seed: int, duration: float, cluster: Path,
+        timing: Timing | None = None) -> ChaosReport:
+    print(f"\nchaos scenario={scenario} seed={seed} duration={duration}s")
+    out = tmp / f"out-{scenario}-{seed}"
+    report = run_chaos(ChaosOptions(scenario, seed, duration, out, str(cluster),
+                                    timing=timing, echo=print))
+    assert processes_under(str(tmp)) == []
+    return report
+
+
+def applied_faults(out: Path) -> list[tuple[str, str]]:
+    return [(o.op, str(o.node)) for o in read_history(out / "history.jsonl")
+            if o.process == NEMESIS and o.value.get("phase") == "apply"]
+
+
+def failures(report: ChaosReport) -> dict[str, list[Any]]:
+    return {r.name: r.evidence for r in report.results if not r.ok}
+
+
+def assert_passed(report: ChaosReport) -> None:
+    assert report.error is None and not report.interrupted
+    assert failures(report) == {}, (report.out_dir / "summary.txt").read_text()
+    planned = [(e.fault, e.target) for e in report.schedule.events]
+    assert applied_faults(report.out_dir) == planned
+    doc = orjson.loads((report.out_dir / "result.json").read_bytes())
+    assert doc["ok"] and doc["fingerprint"] == report.schedule.fingerprint()
+
+
+@pytest.mark.parametrize(("scenario", "seed", "duration"), [
+    ("pause-node", 11, 30),
+    ("partition-one-node", 12, 40),
+    ("broker-crash", 13, 40),
+    ("hostile-client", 14, 20),
+    ("kill-restart", 15, 32),
+    ("flapping-node", 16, 30),
+    ("mixed", 17, 50),
+    ("random", 18, 50),
+])
+def test_scenario_passes(tmp_path: Path, port_factory: Any, chaos_reaper: Reaper,
+                         scenario: str, seed: int, duration: float) -> None:
+    cluster = write_cluster(tmp_path, port_factory)
+    assert_passed(run(tmp_path, scenario, seed, duration, cluster, FAST))
+
+
+def test_node_that_never_expires_brokers_is_caught(tmp_path: Path, port_factory: Any,
+                                                   chaos_reaper: Reaper) -> None:
+    lazy = {"n2": {"brokerChannelExpiredTime": 3_600_000}}
+    cluster = write_cluster(tmp_path, port_factory, overrides=lazy)
+    report = run(tmp_path, "broker-crash", 13, 30, cluster, FAST)
+    failed = failures(report)
+    assert set(failed) == {"crashed_broker_expires"}, failed
+    assert {ev["node"] for ev in failed["crashed_broker_expires"]} == {"n2"}
+
+
+def test_ctrl_c_leaves_no_process_behind(tmp_path: Path, port_factory: Any,
+                                         chaos_reaper: Reaper) -> None:
+    cluster = write_cluster(tmp_path, port_factory)
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "cluster.cli", "chaos", "run", "--scenario", "mixed",
+            "--seed", "5", "--duration", "60", "-c", str(cluster), "--out", str(out)]
+    proc = chaos_reaper.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if "apply" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=60)
+    text = "".join(lines) + rest
+    assert proc.returncode == 130, text
+    doc = orjson.loads((out / "result.json").read_bytes())
+    assert doc["interrupted"] and not doc["ok"]
+    poll_until(lambda: processes_under(str(tmp_path)) == [], timeout=10,
+               what="every process of the run to exit")
+    orphans = [o for o in read_history(out / "history.jsonl") if o.op == "orphans"]
+    assert orphans and orphans[0].value["alive"] == []
