@@ -9,7 +9,8 @@ transaction only when a read shows there is something to remove.
 Stored shapes: topic → {brokerName: QueueData}; broker → BrokerData with
 `brokerAddrs` keyed by the id as a decimal string; cluster → [brokerName];
 live → {lastUpdateTimestamp, dataVersion, channel, haServerAddr[,
-heartbeatTimeoutMillis]}; filter → [addr]; channel → [brokerAddr].
+heartbeatTimeoutMillis]}; filter → [addr]; channel → [brokerAddr];
+applied → digest of the topic table a broker name last applied (`TopicTable`).
 
 Deliberate choices where 4.9 and 5.x differ (5.x fixes adopted):
 * onChannelDestroy removes every broker registered over the closed channel
@@ -28,11 +29,12 @@ queue data removed only when its broker name disappears entirely.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from cluster.protocol.bodies import QueueFields, queue_fields
 from state.javaorder import hashmap_order
-from state.store import Store, Txn
+from state.store import APPLIED, Store, Txn
 
 PERM_WRITE = 2
 PERM_READ = 4
@@ -65,18 +67,58 @@ def public_broker_data(bd: dict[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- registration
 
+class TopicTable:
+    """A registration's topic table as QueueFields per topic, decoded on first use.
+
+    `digest`, when given, names the table's content: a broker name whose last applied
+    table had the same digest already holds exactly these queue data (any other edit
+    of the topic table empties the APPLIED records), so applying it again is skipped
+    without decoding.
+    """
+
+    __slots__ = ("_load", "_make_digest", "_queues", "_digest")
+
+    def __init__(self, load: Callable[[], dict[str, QueueFields]],
+                 digest: Callable[[], str] | None = None) -> None:
+        self._load = load
+        self._make_digest = digest
+        self._queues: dict[str, QueueFields] | None = None
+        self._digest: str | None = None
+
+    @classmethod
+    def of_configs(cls, configs: Mapping[str, Mapping[str, Any]]) -> TopicTable:
+        """From decoded TopicConfigs ({key: TopicConfig}); no digest."""
+        return cls(lambda: queue_fields(configs))
+
+    def queues(self) -> dict[str, QueueFields]:
+        if self._queues is None:
+            self._queues = self._load()
+        return self._queues
+
+    def digest(self) -> str | None:
+        if self._digest is None and self._make_digest is not None:
+            self._digest = self._make_digest()
+        return self._digest
+
+
 def register_broker(t: Txn, cluster: str, addr: str, name: str, broker_id: int,
                     ha_addr: str | None, data_version: dict[str, Any],
-                    topic_configs: dict[str, Any] | None, filter_servers: list[str] | None,
-                    channel: str, now: int, heartbeat_timeout: int | None = None
-                    ) -> dict[str, str | None]:
-    """4.9 registerBroker; returns {"haServerAddr", "masterAddr"} (None unless a live master)."""
+                    topic_configs: Mapping[str, Any] | TopicTable | None,
+                    filter_servers: list[str] | None, channel: str, now: int,
+                    heartbeat_timeout: int | None = None) -> dict[str, str | None]:
+    """4.9 registerBroker; returns {"haServerAddr", "masterAddr"} (None unless a live master).
+
+    `topic_configs` is the wrapper's topicConfigTable ({key: TopicConfig}) or a TopicTable;
+    None stands for a null wrapper.
+    """
+    table = (topic_configs if isinstance(topic_configs, TopicTable) or topic_configs is None
+             else TopicTable.of_configs(topic_configs))
+    apply = table is not None and wants_topic_table(t, name, broker_id, addr, data_version)
     _add_to_cluster(t, cluster, name)
-    first = _put_broker_addr(t, cluster, name, str(broker_id), addr)
+    _put_broker_addr(t, cluster, name, str(broker_id), addr)
     old_live = t.get("live", addr)
-    if topic_configs is not None and broker_id == 0 and (
-            first or old_live is None or not dv_equal(old_live["dataVersion"], data_version)):
-        _apply_topic_configs(t, name, topic_configs)
+    if apply and table is not None:
+        _apply_topic_table(t, name, table)
     _put_live(t, addr, old_live, {"lastUpdateTimestamp": now, "dataVersion": data_version,
                                    "channel": channel, "haServerAddr": ha_addr}, heartbeat_timeout)
     if filter_servers is not None:
@@ -93,26 +135,64 @@ def _add_to_cluster(t: Txn, cluster: str, name: str) -> None:
         t.put("cluster", cluster, [*names, name])
 
 
-def _put_broker_addr(t: Txn, cluster: str, name: str, bid: str, addr: str) -> bool:
-    """Id switch + put; True when this is a first registration of the name or the id."""
+def wants_topic_table(t: Txn, name: str, broker_id: int, addr: str,
+                      data_version: dict[str, Any]) -> bool:
+    """4.9: only the master applies its topic table, and only on a first registration of
+    its name or id, or when its DataVersion differs from the one stored for `addr`."""
+    if broker_id != 0:
+        return False
     bd = t.get("broker", name)
-    first = bd is None
+    if bd is None or MASTER_ID not in bd["brokerAddrs"]:
+        return True
+    live = t.get("live", addr)
+    return live is None or not dv_equal(live["dataVersion"], data_version)
+
+
+def needs_topic_queues(t: Txn, name: str, broker_id: int, addr: str,
+                       data_version: dict[str, Any], table: TopicTable) -> bool:
+    """Whether register_broker, run on this state, would decode `table` (so a caller can
+    decode it before taking the write lock)."""
+    return (wants_topic_table(t, name, broker_id, addr, data_version)
+            and not _already_applied(t, name, table))
+
+
+def _already_applied(t: Txn, name: str, table: TopicTable) -> bool:
+    digest = table.digest()
+    return digest is not None and t.get(APPLIED, name) == digest
+
+
+def _put_broker_addr(t: Txn, cluster: str, name: str, bid: str, addr: str) -> None:
+    """Id switch + put."""
+    bd = t.get("broker", name)
     if bd is None:
         bd = {"brokerAddrs": {}, "brokerName": name, "cluster": cluster}
     addrs = {k: v for k, v in bd["brokerAddrs"].items() if not (v == addr and k != bid)}
-    first = first or bid not in addrs
     addrs[bid] = addr
     bd["brokerAddrs"] = dict(sorted(addrs.items(), key=lambda kv: int(kv[0])))
     t.put("broker", name, bd)
-    return first
 
 
-def _apply_topic_configs(t: Txn, name: str, topic_configs: dict[str, Any]) -> None:
-    for key, tc in topic_configs.items():
-        topic = tc.get("topicName") or key
+def _apply_topic_table(t: Txn, name: str, table: TopicTable) -> None:
+    if _already_applied(t, name, table):
+        return
+    _apply_queues(t, name, table.queues())
+    digest = table.digest()
+    if digest is None:
+        t.delete(APPLIED, name)
+    else:
+        t.put(APPLIED, name, digest)
+
+
+def _apply_queues(t: Txn, name: str, queues: dict[str, QueueFields]) -> None:
+    """Put each topic's QueueData of `name`; topics whose QueueData is unchanged are not
+    rewritten."""
+    for topic, (perm, read, flag, write) in queues.items():
+        qd = {"brokerName": name, "perm": perm, "readQueueNums": read, "topicSysFlag": flag,
+              "writeQueueNums": write}
         qmap = t.get("topic", topic) or {}
-        qmap[name] = queue_data(name, tc)
-        t.put("topic", topic, qmap)
+        if qmap.get(name) != qd:
+            qmap[name] = qd
+            t.put("topic", topic, qmap, registering=True)
 
 
 def _put_live(t: Txn, addr: str, old: dict[str, Any] | None, live: dict[str, Any],
@@ -175,6 +255,7 @@ def _remove_broker_name(t: Txn, name: str, cluster: str | None) -> None:
         else:
             t.delete("cluster", cluster)  # type: ignore[arg-type]
     remove_queue_datas(t, {name})
+    t.delete(APPLIED, name)
 
 
 def remove_queue_datas(t: Txn, names: set[str]) -> None:

@@ -21,9 +21,14 @@ import orjson
 
 TABLES: tuple[str, ...] = (
     "topic", "broker", "cluster", "live", "filter", "channel", "kv", "config", "meta",
+    "applied",
 )
 # Tables whose content is visible in route replies: a real change bumps meta["gen"].
 ROUTE_TABLES = frozenset({"topic", "broker", "cluster", "filter"})
+# brokerName → digest of the topic table that broker last applied (state.route). An entry
+# holds only while the topic table changed through registrations alone: any other change
+# of the topic table empties this table in the same transaction.
+APPLIED = "applied"
 MAX_READERS = 256
 DEFAULT_MAP_SIZE = 256 * 1024 * 1024
 _OPTS = orjson.OPT_NON_STR_KEYS
@@ -36,33 +41,46 @@ def dumps(value: Any) -> bytes:
 class Txn:
     """One LMDB transaction with JSON values and str keys, per named table."""
 
-    __slots__ = ("_txn", "_dbs", "route_changed")
+    __slots__ = ("_txn", "_dbs", "route_changed", "_applied_cleared")
 
     def __init__(self, txn: lmdb.Transaction, dbs: dict[str, Any]) -> None:
         self._txn = txn
         self._dbs = dbs
         self.route_changed = False
+        self._applied_cleared = False
 
     def get(self, table: str, key: str) -> Any:
         raw = self._txn.get(key.encode(), db=self._dbs[table])
         return None if raw is None else orjson.loads(raw)
 
-    def put(self, table: str, key: str, value: Any) -> None:
-        """Store `value`; an identical value is not rewritten (no spurious generation bump)."""
+    def put(self, table: str, key: str, value: Any, *, registering: bool = False) -> None:
+        """Store `value`; an identical value is not rewritten (no spurious generation bump).
+
+        `registering` marks a topic-table write made by a broker applying its own
+        registered topic table, which keeps the APPLIED digests valid.
+        """
         db = self._dbs[table]
         k = key.encode()
         raw = dumps(value)
         if self._txn.get(k, db=db) == raw:
             return
         self._txn.put(k, raw, db=db)
-        if table in ROUTE_TABLES:
-            self.route_changed = True
+        self._changed(table, registering)
 
     def delete(self, table: str, key: str) -> bool:
         removed = self._txn.delete(key.encode(), db=self._dbs[table])
-        if removed and table in ROUTE_TABLES:
-            self.route_changed = True
+        if removed:
+            self._changed(table, False)
         return bool(removed)
+
+    def _changed(self, table: str, registering: bool) -> None:
+        if table in ROUTE_TABLES:
+            self.route_changed = True
+        if table == APPLIED:
+            self._applied_cleared = False
+        elif table == "topic" and not registering and not self._applied_cleared:
+            self._txn.drop(self._dbs[APPLIED], delete=False)
+            self._applied_cleared = True
 
     def items(self, table: str, prefix: str = "") -> Iterator[tuple[str, Any]]:
         """(key, value) pairs in key order, optionally only keys starting with `prefix`."""

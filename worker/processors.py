@@ -125,18 +125,60 @@ def _order_kv_body(t: Any) -> bytes | None:
     return None if table is None else bodies.encode_kv_table(table)
 
 
+def _registration(ctx: NodeContext, cmd: RemotingCommand, now: int
+                  ) -> tuple[dict[str, int], list[str] | None, route.TopicTable]:
+    """(DataVersion, filter servers, topic table) of a REGISTER_BROKER request.
+
+    A body in fastjson's layout is read only up to its DataVersion; its topic table is
+    decoded here, before the write lock, when the registration will apply it, and not
+    at all when it will not (slave, unchanged DataVersion, already applied).
+    """
+    body = cmd.body
+    head = bodies.register_head(body, _flag(cmd, "compressed"), cmd.version, now_ms=now)
+    if head is None or body is None:
+        rb = _register_body(cmd, now)
+        dv, filters = rb.data_version, rb.filter_servers
+        table = route.TopicTable.of_configs(rb.topic_configs)
+    else:
+        dv, filters = head.data_version, head.filter_servers
+        table = _lazy_table(body, cmd.version, now, head)
+    if _needs_queues(ctx, cmd, dv, table):
+        table.queues()
+    return dv, filters, table
+
+
+def _lazy_table(body: bytes, version: int, now: int, head: bodies.RegisterHead
+                ) -> route.TopicTable:
+    return route.TopicTable(
+        lambda: bodies.decode_register_queues(body, False, version, now_ms=now),
+        lambda: bodies.topic_table_digest(body, head))
+
+
+def _needs_queues(ctx: NodeContext, cmd: RemotingCommand, dv: dict[str, int],
+                  table: route.TopicTable) -> bool:
+    name, addr, raw_id = cmd.field("brokerName"), cmd.field("brokerAddr"), cmd.field("brokerId")
+    if name is None or addr is None or raw_id is None:
+        return True
+    try:
+        broker_id = int(raw_id)
+    except ValueError:
+        return True
+    with ctx.store.read() as t:
+        return route.needs_topic_queues(t, name, broker_id, addr, dv, table)
+
+
 def register_broker(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                     ) -> RemotingCommand:
     if not _crc_ok(cmd):
         return response_to(cmd, RC.SYSTEM_ERROR, "crc32 not match")
     now = ctx.clock()
-    rb = _register_body(cmd, now)
+    dv, filters, table = _registration(ctx, cmd, now)
     timeout = cmd.field("heartbeatTimeoutMillis")
     with ctx.store.write() as t:
         result = route.register_broker(
             t, _field(cmd, "clusterName"), _field(cmd, "brokerAddr"), _field(cmd, "brokerName"),
-            _long(cmd, "brokerId"), cmd.field("haServerAddr"), rb.data_version, rb.topic_configs,
-            rb.filter_servers, channel, now, int(timeout) if timeout else None)
+            _long(cmd, "brokerId"), cmd.field("haServerAddr"), dv, table, filters, channel,
+            now, int(timeout) if timeout else None)
         body = _order_kv_body(t)
     return _ok(cmd, _present(result), body)
 

@@ -17,13 +17,17 @@ Decoders accept fastjson's bare integer keys and raise :class:`BodyError`.
 
 from __future__ import annotations
 
+import gc
+import hashlib
+import operator
 import re
 import struct
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -41,6 +45,7 @@ _I32 = struct.Struct(">i")
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
 _PLAIN_RISK = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]")
 _MISSING: Any = object()
+_T = TypeVar("_T")
 
 
 class BodyError(ValueError):
@@ -253,14 +258,16 @@ def decode_register_body(
         filters: list[str] | None = [] if version >= V3_0_11 else None
         return RegisterBody({"counter": 0, "timestamp": 0}, {}, filters)
     if version < V3_0_11:
-        dv, topics = _wrapper(_load(body, "TopicConfigSerializeWrapper"), now_ms)
+        dv, topics = _wrapper(_load(body, "TopicConfigSerializeWrapper"), now_ms, _topic_table)
         return RegisterBody(dv, topics, None)
     if compressed:
         return _decode_compressed(body, version, now_ms)
     return _decode_register_json(body, now_ms)
 
 
-def _wrapper(obj: Any, now_ms: int | None) -> tuple[dict[str, int], dict[str, dict[str, Any]]]:
+def _wrapper(
+    obj: Any, now_ms: int | None, table: Callable[[Any, str], _T]
+) -> tuple[dict[str, int], _T]:
     d = _dict(obj, "topicConfigSerializeWrapper")
     raw_dv = d.get("dataVersion")
     dv = (
@@ -268,13 +275,30 @@ def _wrapper(obj: Any, now_ms: int | None) -> tuple[dict[str, int], dict[str, di
         if raw_dv is None
         else _data_version(raw_dv, "dataVersion", now_ms)
     )
-    return dv, _topic_table(d.get("topicConfigTable"), "topicConfigTable")
+    return dv, table(d.get("topicConfigTable"), "topicConfigTable")
 
 
-def _decode_register_json(body: bytes, now_ms: int | None) -> RegisterBody:
-    obj = _dict(_load(body, "RegisterBrokerBody"), "RegisterBrokerBody")
-    raw_wrapper = obj.get("topicConfigSerializeWrapper")
-    dv, topics = _wrapper({} if raw_wrapper is None else raw_wrapper, now_ms)
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic collector while a large body becomes many acyclic containers:
+    collections triggered by those allocations would only rescan them."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _register_json(
+    body: bytes, now_ms: int | None, table: Callable[[Any, str], _T]
+) -> tuple[dict[str, int], _T, list[str] | None]:
+    with _gc_paused():
+        obj = _dict(_load(body, "RegisterBrokerBody"), "RegisterBrokerBody")
+        raw_wrapper = obj.get("topicConfigSerializeWrapper")
+        dv, topics = _wrapper({} if raw_wrapper is None else raw_wrapper, now_ms, table)
     raw_filters = obj.get("filterServerList", _MISSING)
     if raw_filters is _MISSING:
         filters: list[str] | None = []
@@ -282,7 +306,117 @@ def _decode_register_json(body: bytes, now_ms: int | None) -> RegisterBody:
         filters = None
     else:
         filters = _str_list(raw_filters, "filterServerList")
-    return RegisterBody(dv, topics, filters)
+    return dv, topics, filters
+
+
+def _decode_register_json(body: bytes, now_ms: int | None) -> RegisterBody:
+    return RegisterBody(*_register_json(body, now_ms, _topic_table))
+
+
+# ------------------------------------------------------------------ registration shortcuts
+
+# What a QueueData takes from a TopicConfig: (perm, readQueueNums, topicSysFlag, writeQueueNums).
+QueueFields = tuple[int, int, int, int]
+
+_HEAD = re.compile(
+    rb'\{"filterServerList":(null|\[[^\[\]{}]*\]),'
+    rb'"topicConfigSerializeWrapper":\{"dataVersion":(\{[^{}]*\})(?=[,}])'
+)
+_QUEUE_ROW = operator.itemgetter(
+    "order", "perm", "readQueueNums", "topicFilterType", "topicName", "topicSysFlag",
+    "writeQueueNums",
+)
+_QUEUE_ROW_TYPES = (bool, int, int, str, str, int, int)
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterHead:
+    """The head of a plain JSON RegisterBrokerBody: everything but the topic table.
+
+    ``table_offset`` is where the bytes after the DataVersion object start; they
+    hold the topic table, so equal tails decode to equal topic tables.
+    """
+
+    data_version: dict[str, int]
+    filter_servers: list[str] | None
+    table_offset: int
+
+
+def register_head(
+    body: bytes | None, compressed: bool, version: int, *, now_ms: int | None = None
+) -> RegisterHead | None:
+    """DataVersion and filter servers of a body laid out as fastjson writes it
+    (``{"filterServerList":…,"topicConfigSerializeWrapper":{"dataVersion":{…},…``),
+    without decoding the topic table. None for any other body (compressed, older
+    than V3_0_11, other key order or spacing, unparsable fragments): decode it fully."""
+    if compressed or version < V3_0_11 or not body:
+        return None
+    m = _HEAD.match(body)
+    if m is None:
+        return None
+    try:
+        raw_filters = orjson.loads(m.group(1))
+        dv = _data_version(orjson.loads(m.group(2)), "dataVersion", now_ms)
+        filters = None if raw_filters is None else _str_list(raw_filters, "filterServerList")
+    except (orjson.JSONDecodeError, BodyError):
+        return None
+    return RegisterHead(dv, filters, m.end())
+
+
+def topic_table_digest(body: bytes, head: RegisterHead) -> str:
+    """Digest of the body after the head's DataVersion: equal digests, equal topic tables."""
+    return hashlib.sha256(memoryview(body)[head.table_offset :]).hexdigest()
+
+
+def queue_fields(configs: Mapping[str, Mapping[str, Any]]) -> dict[str, QueueFields]:
+    """topic → QueueFields of TopicConfigs; the topic is the config's topicName, else its key.
+    A topic named twice keeps its last config."""
+    return {
+        (cfg.get("topicName") or key): (
+            int(cfg.get("perm", DEFAULT_PERM)),
+            int(cfg.get("readQueueNums", DEFAULT_QUEUE_NUMS)),
+            int(cfg.get("topicSysFlag", 0)),
+            int(cfg.get("writeQueueNums", DEFAULT_QUEUE_NUMS)),
+        )
+        for key, cfg in configs.items()
+    }
+
+
+def decode_register_queues(
+    body: bytes | None, compressed: bool, version: int, *, now_ms: int | None = None
+) -> dict[str, QueueFields]:
+    """The topic table of a REGISTER_BROKER body as QueueFields, validated exactly as
+    :func:`decode_register_body` validates the whole body (same BodyErrors)."""
+    if compressed or version < V3_0_11 or not body:
+        rb = decode_register_body(body, compressed, version, now_ms=now_ms)
+        return queue_fields(rb.topic_configs)
+    return _register_json(body, now_ms, _queue_table)[1]
+
+
+def _queue_table(obj: Any, what: str) -> dict[str, QueueFields]:
+    table = _dict(obj, what, {})
+    fast = _plain_queue_table(table)
+    return queue_fields(_topic_table(table, what)) if fast is None else fast
+
+
+def _plain_queue_table(table: dict[str, Any]) -> dict[str, QueueFields] | None:
+    """QueueFields when every config is a plain 4.9 TopicConfig (exactly its seven fields,
+    each of the type a broker writes), checked column by column; None otherwise."""
+    configs = list(table.values())
+    if not configs:
+        return {}
+    if set(map(type, configs)) != {dict} or set(map(len, configs)) != {len(_QUEUE_ROW_TYPES)}:
+        return None
+    try:
+        columns = list(zip(*map(_QUEUE_ROW, configs), strict=True))
+    except KeyError:
+        return None
+    typed = zip(columns, _QUEUE_ROW_TYPES, strict=True)
+    if any(set(map(type, col)) != {typ} for col, typ in typed):
+        return None
+    _, perm, read, _, names, flag, write = columns
+    topics = names if all(names) else [n or k for n, k in zip(names, table, strict=True)]
+    return dict(zip(topics, zip(perm, read, flag, write, strict=True), strict=True))
 
 
 class _Cursor:

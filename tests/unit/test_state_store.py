@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from state.store import Store
+from state.store import APPLIED, Store
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = 3000
 WRITER = f"""
 import sys
-from state.store import Store
+from state.store import APPLIED, Store
 store = Store.open(sys.argv[1])
 out = sys.stdout.buffer
 r = 0
@@ -139,7 +139,35 @@ def test_writer_sigkilled_mid_transaction_leaves_store_usable(store: Store) -> N
                        f"0.1.{i}", "")
         assert reply is not None and reply.code == 0
         reply = handle(ctx, route_request(f"T{i}"), "0.9.9", "")
-        assert reply is not None and reply.code == 0 and f"10.0.0.{i}".encode() in reply.body
+        assert reply is not None and reply.code == 0 and reply.body is not None
+        assert f"10.0.0.{i}".encode() in reply.body
     with store.read() as t:
         assert len(t.keys("broker")) == 10
     assert inside >= 5, "the writer was rarely killed inside its transaction"
+
+
+def test_topic_edits_clear_the_applied_digests_unless_registering(store: Store) -> None:
+    with store.write() as t:
+        t.put(APPLIED, "b", "d1")
+        t.put("topic", "T", {"b": 1}, registering=True)
+        assert t.get(APPLIED, "b") == "d1"
+        t.put("topic", "T", {"b": 2})
+        assert t.get(APPLIED, "b") is None
+        t.put(APPLIED, "b", "d2")
+        t.put("topic", "U", {"b": 1})
+        assert t.get(APPLIED, "b") is None
+        t.put(APPLIED, "b", "d3")
+    with store.write() as t:
+        t.put("live", "a", {"t": 1})
+        t.put("topic", "U", {"b": 1})
+        assert t.get(APPLIED, "b") == "d3"
+        t.delete("topic", "U")
+        assert t.get(APPLIED, "b") is None
+
+
+def test_applied_digests_do_not_move_the_generation(store: Store) -> None:
+    with store.write() as t:
+        t.put(APPLIED, "b", "d1")
+        t.delete(APPLIED, "b")
+    with store.read() as t:
+        assert t.generation() == 0

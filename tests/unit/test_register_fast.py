@@ -1,0 +1,354 @@
+"""REGISTER_BROKER shortcuts: head-only parsing, QueueData-only decoding, applied-table digests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from cluster.protocol import bodies
+from cluster.protocol.bodies import BodyError
+from cluster.protocol.codes import ResponseCode
+from cluster.protocol.command import RemotingCommand
+from state import route
+from state.store import APPLIED, Store
+from tests.unit.test_processors import call, make_ctx, register_request, request, route_request
+from worker.context import NodeContext
+
+DV1 = {"counter": 1, "timestamp": 1}
+DV2 = {"counter": 2, "timestamp": 1}
+TOPICS = {"TopicA": 4, "TopicB": 8}
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store.create(str(tmp_path / "lmdb"), 32 << 20)
+    yield s
+    s.destroy()
+
+
+@pytest.fixture()
+def now() -> list[int]:
+    return [1000]
+
+
+@pytest.fixture()
+def ctx(store: Store, tmp_path: Path, now: list[int]) -> NodeContext:
+    return make_ctx(store, clock=lambda: now[0], kv_path=str(tmp_path / "kv.json"),
+                    config_path=str(tmp_path / "ns.properties"))
+
+
+@pytest.fixture()
+def decodes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts full-body and topic-table decodes made by the processors."""
+    counts = {"body": 0, "queues": 0}
+
+    def counting(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return fn(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(bodies, "decode_register_body",
+                        counting("body", bodies.decode_register_body))
+    monkeypatch.setattr(bodies, "decode_register_queues",
+                        counting("queues", bodies.decode_register_queues))
+    return counts
+
+
+def register(ctx: NodeContext, topics: dict[str, int] = TOPICS, dv: dict[str, int] = DV1,
+             **kw: Any) -> RemotingCommand:
+    reply = call(ctx, register_request("broker-a", "10.0.0.1:10911", topics, dv=dv, **kw))
+    assert reply.code == ResponseCode.SUCCESS, reply.remark
+    return reply
+
+
+def queue_nums(ctx: NodeContext, topic: str) -> dict[str, int] | None:
+    with ctx.store.read() as t:
+        qmap = t.get("topic", topic)
+    return None if qmap is None else {n: q["readQueueNums"] for n, q in qmap.items()}
+
+
+def read(ctx: NodeContext, table: str, key: str) -> Any:
+    with ctx.store.read() as t:
+        return t.get(table, key)
+
+
+def generation(ctx: NodeContext) -> int:
+    with ctx.store.read() as t:
+        return t.generation()
+
+
+def plain_body(configs: dict[str, Any], dv: dict[str, int] = DV1,
+               filters: Sequence[str] | None = (), **kw: Any) -> bytes:
+    return bodies.encode_register_body(dv, configs, None if filters is None else list(filters),
+                                       False, **kw)
+
+
+def configs(**queues: int) -> dict[str, dict[str, Any]]:
+    return {t: bodies.topic_config(t, read_queue_nums=q, write_queue_nums=q)
+            for t, q in queues.items()}
+
+
+# ---------------------------------------------------------------- register_head
+
+
+def test_head_of_a_fastjson_body() -> None:
+    body = plain_body(configs(T=4), {"counter": 7, "timestamp": 9}, ["f:1", "f:2"])
+    head = bodies.register_head(body, False, 409)
+    assert head is not None
+    assert head.data_version == {"counter": 7, "timestamp": 9}
+    assert head.filter_servers == ["f:1", "f:2"]
+    assert body[head.table_offset:].startswith(b',"topicConfigTable":')
+
+
+def test_head_keeps_state_version_null_filters_and_missing_timestamp() -> None:
+    body = (b'{"filterServerList":null,"topicConfigSerializeWrapper":'
+            b'{"dataVersion":{"counter":3,"stateVersion":5},"topicConfigTable":{}}}')
+    head = bodies.register_head(body, False, 409, now_ms=42)
+    assert head is not None and head.filter_servers is None
+    assert head.data_version == {"counter": 3, "stateVersion": 5, "timestamp": 42}
+    assert head.data_version == bodies.decode_register_body(body, False, 409, now_ms=42
+                                                            ).data_version
+
+
+@pytest.mark.parametrize("body", [
+    b'{"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,"timestamp":1},'
+    b'"topicConfigTable":{}},"filterServerList":[]}',
+    b'{"filterServerList": [],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1}}}',
+    b'{"filterServerList":[],"topicConfigSerializeWrapper":null}',
+    b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{counter:1}}}',
+    b'{"filterServerList":[{}],"topicConfigSerializeWrapper":{"dataVersion":{}}}',
+    b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":"x"}}}',
+    b"",
+])
+def test_head_refuses_other_shapes(body: bytes) -> None:
+    assert bodies.register_head(body, False, 409) is None
+
+
+def test_head_needs_the_filter_list_first() -> None:
+    body = plain_body(configs(T=4), filters=None)
+    assert not body.startswith(b'{"filterServerList"')
+    assert bodies.register_head(body, False, 409) is None
+
+
+def test_head_refuses_compressed_and_old_versions() -> None:
+    body = plain_body(configs(T=4))
+    assert bodies.register_head(body, False, 409) is not None
+    assert bodies.register_head(body, True, 409) is None
+    assert bodies.register_head(body, False, 36) is None
+
+
+def test_digest_covers_only_the_topic_table() -> None:
+    a = plain_body(configs(T=4), DV1, [])
+    b = plain_body(configs(T=4), DV2, ["f:1"])
+    c = plain_body(configs(T=5), DV1, [])
+    ha, hb, hc = (bodies.register_head(x, False, 409) for x in (a, b, c))
+    assert ha is not None and hb is not None and hc is not None
+    assert bodies.topic_table_digest(a, ha) == bodies.topic_table_digest(b, hb)
+    assert bodies.topic_table_digest(a, ha) != bodies.topic_table_digest(c, hc)
+
+
+# ---------------------------------------------------------------- decode_register_queues
+
+
+def _expected(body: bytes, compressed: bool = False, version: int = 409
+              ) -> dict[str, bodies.QueueFields]:
+    return bodies.queue_fields(bodies.decode_register_body(body, compressed, version,
+                                                           now_ms=1).topic_configs)
+
+
+def test_queues_of_plain_attribute_compressed_and_old_bodies() -> None:
+    cfgs = configs(A=4, B=8)
+    cfgs["B"]["perm"], cfgs["B"]["topicSysFlag"] = 4, 2
+    want = {"A": (6, 4, 0, 4), "B": (4, 8, 2, 8)}
+    plain = plain_body(cfgs)
+    assert bodies.decode_register_queues(plain, False, 409) == want == _expected(plain)
+    attrs = plain_body(cfgs, with_attributes=True)
+    assert bodies.decode_register_queues(attrs, False, 409) == want
+    packed = bodies.encode_register_body(DV1, cfgs, [], True)
+    assert bodies.decode_register_queues(packed, True, 409) == _expected(packed, True)
+    assert bodies.decode_register_queues(packed, True, 409)["B"] == (4, 8, 0, 8)
+    old = orjson.dumps({"dataVersion": DV1, "topicConfigTable": cfgs})
+    assert bodies.decode_register_queues(old, False, 36) == want
+    assert bodies.decode_register_queues(None, False, 409) == {}
+
+
+def _raw_table(table: dict[str, Any]) -> bytes:
+    return orjson.dumps({"filterServerList": [], "topicConfigSerializeWrapper": {
+        "dataVersion": DV1, "topicConfigTable": table}})
+
+
+def test_queues_of_unusual_configs_match_the_full_decode() -> None:
+    base = bodies.topic_config("T", read_queue_nums=3, write_queue_nums=5)
+    table = {
+        "keyed": {**base, "topicName": ""},
+        "text": {**base, "topicName": "text", "perm": "4", "order": "true"},
+        "sparse": {"topicName": "sparse"},
+        "dup1": {**base, "topicName": "same", "perm": 2},
+        "dup2": {**base, "topicName": "same", "perm": 4},
+    }
+    body = _raw_table(table)
+    got = bodies.decode_register_queues(body, False, 409)
+    assert got == _expected(body)
+    assert got == {"keyed": (6, 3, 0, 5), "text": (4, 3, 0, 5), "sparse": (6, 16, 0, 16),
+                   "same": (4, 3, 0, 5)}
+
+
+@pytest.mark.parametrize("bad", [
+    {"order": "maybe"}, {"perm": {}}, {"topicFilterType": []}, {"attributes": 3},
+])
+def test_queues_raise_the_full_decodes_error(bad: dict[str, Any]) -> None:
+    body = _raw_table({"T": {**bodies.topic_config("T"), **bad}})
+    with pytest.raises(BodyError) as full:
+        bodies.decode_register_body(body, False, 409)
+    with pytest.raises(BodyError) as fast:
+        bodies.decode_register_queues(body, False, 409)
+    assert str(fast.value) == str(full.value)
+
+
+# ---------------------------------------------------------------- through handle()
+
+
+def test_first_registration_applies(ctx: NodeContext, decodes: dict[str, int]) -> None:
+    register(ctx)
+    assert queue_nums(ctx, "TopicA") == {"broker-a": 4}
+    assert decodes == {"body": 0, "queues": 1}
+
+
+def test_unchanged_version_skips_topics_but_refreshes_live_and_filters(
+        ctx: NodeContext, decodes: dict[str, int], now: list[int]) -> None:
+    register(ctx, filters=["f:1"])
+    now[0] = 5000
+    register(ctx, {"TopicA": 7, "TopicC": 1}, filters=["f:2"])
+    assert decodes == {"body": 0, "queues": 1}
+    assert queue_nums(ctx, "TopicA") == {"broker-a": 4} and queue_nums(ctx, "TopicC") is None
+    live = read(ctx, "live", "10.0.0.1:10911")
+    assert live["lastUpdateTimestamp"] == 5000 and live["dataVersion"] == DV1
+    assert read(ctx, "filter", "10.0.0.1:10911") == ["f:2"]
+    register(ctx, filters=[])
+    assert read(ctx, "filter", "10.0.0.1:10911") is None
+
+
+def test_unchanged_version_never_reads_a_malformed_table(ctx: NodeContext) -> None:
+    register(ctx)
+    good = register_request("broker-a", "10.0.0.1:10911", TOPICS)
+    assert good.body is not None and good.ext_fields is not None
+    body = good.body[:-3] + b"<not json>"
+    good.ext_fields["bodyCrc32"] = str(bodies.crc32_java(body))
+    reply = call(ctx, request(103, good.ext_fields, body))
+    assert reply.code == ResponseCode.SUCCESS
+
+
+def test_unexpected_shape_falls_back_to_the_full_decode(
+        ctx: NodeContext, decodes: dict[str, int]) -> None:
+    register(ctx, compressed=True)
+    register(ctx, compressed=True)
+    assert decodes["body"] == 2
+    register(ctx, {"TopicA": 9}, dv=DV2, compressed=True)
+    assert queue_nums(ctx, "TopicA") == {"broker-a": 9}
+    body = b'{"topicConfigSerializeWrapper":{"dataVersion":{"counter":3,"timestamp":1},' \
+           b'"topicConfigTable":{"TopicA":{"topicName":"TopicA","readQueueNums":2}}},' \
+           b'"filterServerList":[]}'
+    ext = {"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911", "clusterName": "C",
+           "brokerId": "0", "bodyCrc32": "0"}
+    assert call(ctx, request(103, ext, body)).code == ResponseCode.SUCCESS
+    assert decodes["body"] == 4
+    assert queue_nums(ctx, "TopicA") == {"broker-a": 2}
+
+
+def test_changed_version_reapplies(ctx: NodeContext, decodes: dict[str, int]) -> None:
+    register(ctx)
+    register(ctx, {"TopicA": 6, "TopicC": 1}, dv=DV2)
+    assert decodes["queues"] == 2
+    assert queue_nums(ctx, "TopicA") == {"broker-a": 6}
+    assert queue_nums(ctx, "TopicB") == {"broker-a": 8}
+    assert queue_nums(ctx, "TopicC") == {"broker-a": 1}
+
+
+def test_slave_never_applies_nor_decodes(ctx: NodeContext, decodes: dict[str, int]) -> None:
+    call(ctx, register_request("broker-a", "10.0.0.2:10911", {"TopicS": 4}, broker_id=1))
+    call(ctx, register_request("broker-a", "10.0.0.2:10911", {"TopicS": 4}, broker_id=1,
+                               dv=DV2))
+    assert decodes == {"body": 0, "queues": 0}
+    assert queue_nums(ctx, "TopicS") is None
+
+
+def test_identical_table_with_new_version_is_not_decoded_again(
+        ctx: NodeContext, decodes: dict[str, int]) -> None:
+    register(ctx)
+    gen = generation(ctx)
+    register(ctx, dv=DV2)
+    register(ctx, dv={"counter": 3, "timestamp": 1})
+    assert decodes["queues"] == 1
+    assert generation(ctx) == gen
+    assert read(ctx, "live", "10.0.0.1:10911")["dataVersion"]["counter"] == 3
+
+
+@pytest.mark.parametrize("edit", [
+    request(216, {"topic": "TopicA"}),
+    request(205, {"brokerName": "broker-a"}),
+])
+def test_other_topic_edits_void_the_applied_digest(
+        ctx: NodeContext, decodes: dict[str, int], edit: RemotingCommand) -> None:
+    register(ctx)
+    assert call(ctx, edit).code == ResponseCode.SUCCESS
+    assert read(ctx, APPLIED, "broker-a") is None
+    register(ctx, dv=DV2)
+    assert decodes["queues"] == 2
+    assert queue_nums(ctx, "TopicA") == {"broker-a": 4}
+    route_data = call(ctx, route_request("TopicA"))
+    assert route_data.code == ResponseCode.SUCCESS
+
+
+def test_table_applied_without_digest_voids_that_brokers_digest(
+        ctx: NodeContext, decodes: dict[str, int]) -> None:
+    register(ctx)
+    register(ctx, {"TopicA": 9}, dv=DV2, compressed=True)
+    assert queue_nums(ctx, "TopicA") == {"broker-a": 9}
+    register(ctx, dv={"counter": 3, "timestamp": 1})
+    assert queue_nums(ctx, "TopicA") == {"broker-a": 4}
+    assert decodes["queues"] == 2
+
+
+def test_other_brokers_registrations_keep_the_digest(
+        ctx: NodeContext, decodes: dict[str, int]) -> None:
+    register(ctx)
+    call(ctx, register_request("broker-b", "10.0.0.9:10911", {"TopicA": 2}))
+    register(ctx, dv=DV2)
+    assert decodes["queues"] == 2
+    assert queue_nums(ctx, "TopicA") == {"broker-a": 4, "broker-b": 2}
+
+
+# ---------------------------------------------------------------- route level
+
+
+def test_table_is_decoded_inside_the_write_when_the_state_moved(store: Store) -> None:
+    loads: list[int] = []
+
+    def load() -> dict[str, bodies.QueueFields]:
+        loads.append(1)
+        return {"T": (6, 4, 0, 4)}
+
+    table = route.TopicTable(load, lambda: "d1")
+    with store.read() as t:
+        assert route.needs_topic_queues(t, "b", 0, "a:1", DV1, table)
+    with store.write() as t:
+        route.register_broker(t, "C", "a:1", "b", 0, None, DV1, table, None, "0.1.1", 0)
+        assert t.get(APPLIED, "b") == "d1" and t.get("topic", "T") is not None
+    assert loads == [1]
+    with store.read() as t:
+        assert not route.needs_topic_queues(t, "b", 0, "a:1", DV2, table)
+        assert not route.needs_topic_queues(t, "b", 0, "a:1", DV1, route.TopicTable(load))
+
+
+def test_unregistering_the_name_drops_its_digest(store: Store) -> None:
+    with store.write() as t:
+        route.register_broker(t, "C", "a:1", "b", 0, None, DV1,
+                              route.TopicTable(dict, lambda: "d"), None, "0.1.1", 0)
+        assert t.get(APPLIED, "b") == "d"
+        route.unregister_broker(t, "C", "a:1", "b", 0)
+        assert t.get(APPLIED, "b") is None
