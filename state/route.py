@@ -378,26 +378,43 @@ def broker_heartbeat(t: Txn, addr: str, now: int) -> bool:
 
 # ---------------------------------------------------------------- queries
 
-def pickup_topic_route_data(t: Txn, topic: str) -> dict[str, Any] | None:
-    """TopicRouteData of `topic` (without orderTopicConf), or None when it has no live broker."""
+def pickup_topic_route_data(t: Txn, topic: str, memo: dict[str, Any] | None = None
+                            ) -> dict[str, Any] | None:
+    """TopicRouteData of `topic` (without orderTopicConf), or None when it has no live broker.
+
+    `memo` (broker name → entry) may carry broker entries between calls of the
+    same store generation; the returned BrokerData objects are then shared.
+    """
     qmap = t.get("topic", topic)
     if not qmap:
         return None
+    memo = {} if memo is None else memo
     broker_datas = []
     filters: dict[str, list[str]] = {}
     for name in qmap:
-        bd = t.get("broker", name)
-        if bd is None:
-            continue
-        broker_datas.append(public_broker_data(bd))
-        for addr in bd["brokerAddrs"].values():
-            fs = t.get("filter", addr)
-            if fs:
-                filters[addr] = fs
+        entry = memo.get(name)
+        if entry is None:
+            entry = memo[name] = _broker_entry(t, name)
+        if entry:
+            broker_datas.append(entry[0])
+            filters.update(entry[1])
     if not broker_datas:
         return None
     return {"brokerDatas": broker_datas, "filterServerTable": filters,
             "orderTopicConf": None, "queueDatas": list(qmap.values())}
+
+
+def _broker_entry(t: Txn, name: str) -> tuple[dict[str, Any], dict[str, list[str]]] | tuple[()]:
+    """(public BrokerData, filter servers of its addresses), or () for an unknown broker."""
+    bd = t.get("broker", name)
+    if bd is None:
+        return ()
+    filters = {}
+    for addr in bd["brokerAddrs"].values():
+        fs = t.get("filter", addr)
+        if fs:
+            filters[addr] = fs
+    return public_broker_data(bd), filters
 
 
 def cluster_info(t: Txn) -> tuple[dict[str, Any], dict[str, list[str]]]:

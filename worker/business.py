@@ -9,6 +9,7 @@ The loop is a plain blocking poller: no event loop is needed here.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -163,6 +164,7 @@ def run(cfg: BusinessConfig) -> None:
                         format=f"%(asctime)s level=%(levelname)s proc=b{cfg.index} %(message)s")
     zctx = zmq.Context()
     worker = BusinessWorker(cfg, zctx)
+    gc.freeze()  # start-up objects never need scanning again
 
     def stop(_sig: int, _frame: object) -> None:
         worker.running = False

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from state.store import Store
 
-ROUTE_CACHE_MAX = 4096
+ROUTE_CACHE_BYTES = 32 << 20  # encoded route bodies kept per business worker
 
 
 class TimingSettings(Protocol):
@@ -23,22 +23,37 @@ def wall_ms() -> int:
 
 @dataclass(slots=True)
 class RouteCache:
-    """Encoded route bodies of one store generation; cleared when the generation moves."""
+    """Route bodies and broker entries of one store generation.
+
+    Everything is dropped when the generation moves (any route change). Bodies
+    are bounded in bytes; when full, the oldest eighth is evicted.
+    """
 
     generation: int = -1
+    max_bytes: int = ROUTE_CACHE_BYTES
+    size: int = 0
     bodies: dict[tuple[Any, ...], bytes] = field(default_factory=dict)
+    brokers: dict[str, Any] = field(default_factory=dict)
 
     def get(self, generation: int, key: tuple[Any, ...]) -> bytes | None:
         if generation != self.generation:
             self.generation = generation
             self.bodies.clear()
+            self.brokers.clear()
+            self.size = 0
             return None
         return self.bodies.get(key)
 
     def put(self, key: tuple[Any, ...], body: bytes) -> None:
-        if len(self.bodies) >= ROUTE_CACHE_MAX:
-            self.bodies.clear()
+        if self.size + len(body) > self.max_bytes:
+            self._evict()
         self.bodies[key] = body
+        self.size += len(body)
+
+    def _evict(self) -> None:
+        victims = list(self.bodies)[: max(1, len(self.bodies) // 8)]
+        for k in victims:
+            self.size -= len(self.bodies.pop(k))
 
 
 @dataclass(slots=True)

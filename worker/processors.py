@@ -215,7 +215,7 @@ def _route_body(ctx: NodeContext, t: Any, topic: str, standard: bool) -> bytes |
     key = (topic, standard, order)
     body = ctx.route_cache.get(t.generation(), key)
     if body is None:
-        data = route.pickup_topic_route_data(t, topic)
+        data = route.pickup_topic_route_data(t, topic, ctx.route_cache.brokers)
         if data is None:
             return None
         data["orderTopicConf"] = order

@@ -23,6 +23,9 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("register-bump", "register", ("-T", "10000", "--bump"), "107 regs/s, p99 19 ms"),
     Workload("register-nobump", "register", ("-T", "10000", "--no-bump"),
              "146 regs/s, p99 16 ms"),
+    Workload("mixed-reads", "route", ("-C", "4", "-B", "8", "-T", "10000", "--shared",
+                                      "--rand-prefix", "32", "-c", "32", "-D", "8"),
+             "not measured (the mixed layout's reads without the registration storm)"),
     Workload("mixed", "mixed", (), "reads ~600 req/s (p99 0.56 s), 63 regs/s"),
     Workload("mixed-rate10", "mixed", ("--reg-rate", "10"), "reads 22,000 req/s, p99 39 ms"),
 )}
