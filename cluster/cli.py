@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cluster.cli_node",
     "cluster.bench.cli",
     "supervisor.cli",
+    "cluster.audit.cli",
     "cluster.client.cli",
     "cluster.chaos.cli",
 )

@@ -1,0 +1,139 @@
+"""``pynamesrv audit collect`` and ``pynamesrv audit run``."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cluster.audit.collector import CollectPlan, Target, collect, terminal_progress
+from cluster.audit.rows import BoundInputs
+from cluster.errors import UserError
+
+if TYPE_CHECKING:
+    from cluster.audit.inputs import BadInput
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+EXIT_HOLDS, EXIT_FAILS = 0, 1
+
+
+def duration(text: str) -> float:
+    """Seconds from ``500ms``, ``2s``, ``1.5m``, ``1h`` or a bare number of seconds."""
+    m = _DURATION.match(text)
+    if not m or float(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"not a positive duration: {text!r} (e.g. 2s, 500ms)")
+    return float(m.group(1)) * _UNIT_S[m.group(2)]
+
+
+def node_spec(text: str) -> Target:
+    name, sep, addr = text.partition("=")
+    host, _, port = addr.rpartition(":")
+    if not sep or not name or not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected NAME=HOST:PORT, got {text!r}")
+    return Target(name, host, int(port))
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    audit = sub.add_parser("audit", help="consistency audit of the cluster's nodes")
+    asub = audit.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")
+    asub.required = True
+    _register_collect(asub)
+    _register_run(asub)
+
+
+def _register_collect(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("collect", help="poll every node's snapshot into JSON-lines files")
+    p.add_argument("-c", "--config", help="cluster.yaml (default ./cluster.yaml or the repo's)")
+    p.add_argument("--node", action="append", type=node_spec, metavar="NAME=HOST:PORT",
+                   help="poll this node instead of the config's nodes (repeatable)")
+    p.add_argument("--interval", type=duration, default=2.0, help="between rounds (2s)")
+    p.add_argument("--duration", type=duration, default=60.0, help="how long to collect (60s)")
+    p.add_argument("--timeout", type=duration, default=None,
+                   help="per-request timeout (default: the interval, at most 1s)")
+    p.add_argument("--out", required=True, help="new directory for the rows and manifest")
+    p.add_argument("--heartbeat-period", type=duration, default=None,
+                   help="broker heartbeat period for the bound (default from the config)")
+    p.add_argument("--scan-interval", type=duration, default=None,
+                   help="expiry scan period for the bound (default from the config)")
+    p.add_argument("--expiry", type=duration, default=None,
+                   help="broker expiry for the bound (default from the config)")
+    p.set_defaults(func=_collect)
+
+
+def _register_run(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("run", help="analyse a collection on Spark and give a verdict")
+    p.add_argument("dir", help="collection directory or any URI Spark can read")
+    p.add_argument("--master", default="local[2]", help="Spark master (local[2])")
+    p.add_argument("--bound", type=float, default=None, metavar="SECONDS",
+                   help="convergence bound (default: heartbeat + scan + expiry from the manifest)")
+    p.add_argument("--report-dir", default=None,
+                   help="where to write audit-report.json/.html (default: DIR, or . for a URI)")
+    p.set_defaults(func=_run)
+
+
+def _targets_and_bound(args: argparse.Namespace) -> tuple[list[Target], BoundInputs]:
+    bound = BoundInputs()
+    if args.node:
+        targets = list(args.node)
+    else:
+        from cluster.config import load_cluster
+
+        cfg = load_cluster(args.config)
+        targets = [Target(n.name, n.host, n.port) for n in cfg.nodes]
+        bound = BoundInputs(cfg.broker_heartbeat_ms, cfg.scan_interval_ms, cfg.expiry_ms)
+    if len({t.name for t in targets}) != len(targets):
+        raise UserError("two nodes share a name")
+    for attr, arg in (("heartbeat_period_ms", args.heartbeat_period),
+                      ("scan_interval_ms", args.scan_interval), ("expiry_ms", args.expiry)):
+        if arg is not None:
+            setattr(bound, attr, round(arg * 1000))
+    return targets, bound
+
+
+def _collect(args: argparse.Namespace) -> int:
+    targets, bound = _targets_and_bound(args)
+    timeout = args.timeout if args.timeout is not None else min(args.interval, 1.0)
+    if timeout > args.interval:
+        raise UserError("--timeout must not exceed --interval")
+    plan = CollectPlan(targets, Path(args.out), args.interval, args.duration, timeout, bound)
+    manifest = collect(plan, terminal_progress())
+    print(f"collected {manifest.rounds} rounds from {len(targets)} nodes into {args.out}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from cluster.audit import report
+    from cluster.audit.inputs import BadInput, has_scheme, resolve_input
+    from cluster.audit.job import analyse
+    from cluster.audit.session import build_session, has_active_session
+
+    try:
+        resolve_input(args.dir)
+    except BadInput as exc:
+        return _bad_input(exc)
+    owned = not has_active_session()
+    spark = build_session(args.master)
+    try:
+        result = analyse(spark, args.dir, args.bound)
+    except BadInput as exc:
+        return _bad_input(exc)
+    finally:
+        if owned:
+            spark.stop()
+    out = Path(args.report_dir or ("." if has_scheme(args.dir) else args.dir))
+    out.mkdir(parents=True, exist_ok=True)
+    report.write_json(result, out / "audit-report.json")
+    report.write_html(result, out / "audit-report.html")
+    print(report.summary_text(result))
+    print(f"report: {out / 'audit-report.json'}, {out / 'audit-report.html'}")
+    return EXIT_HOLDS if result.verdict.holds else EXIT_FAILS
+
+
+def _bad_input(exc: BadInput) -> int:
+    print("pynamesrv audit: bad input:", file=sys.stderr)
+    for line in exc.problems:
+        print(f"  {line}", file=sys.stderr)
+    return exc.exit_code

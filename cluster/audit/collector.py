@@ -1,0 +1,219 @@
+"""Poll every node for a snapshot (request code 60001) at a fixed rate, write rows.
+
+Each round asks all nodes in parallel, one short-lived TCP connection per
+request, so a paused node costs one timeout and never blocks the others. A
+node that does not answer is recorded as unavailable for that round.
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from cluster.audit.rows import (
+    MANIFEST_NAME,
+    BoundInputs,
+    Manifest,
+    NodeRef,
+    SnapshotError,
+    entry_rows,
+    rows_file_name,
+    status_row,
+)
+from cluster.errors import UserError
+from cluster.protocol.codes import DEFAULT_MAX_FRAME, RequestCode, ResponseCode
+from cluster.protocol.command import RemotingCommand
+from cluster.protocol.frame import FrameError, check_total, decode_command, encode_command
+
+_I32 = struct.Struct(">i")
+_opaques = itertools.count(1)
+
+
+class SnapshotUnavailable(Exception):
+    """The node did not deliver a usable snapshot this round (reason in str())."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    name: str
+    host: str
+    port: int
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise SnapshotUnavailable("connection closed before the reply")
+        buf += chunk
+    return bytes(buf)
+
+
+def _exchange(target: Target, request: bytes, timeout: float) -> RemotingCommand:
+    with socket.create_connection((target.host, target.port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        sock.sendall(request)
+        (total,) = _I32.unpack(_recv_exact(sock, 4))
+        check_total(total, DEFAULT_MAX_FRAME)
+        return decode_command(_recv_exact(sock, total))
+
+
+def fetch_snapshot(target: Target, timeout: float) -> dict[str, Any]:
+    """One snapshot reply body as a dict; raises SnapshotUnavailable with a reason."""
+    opaque = next(_opaques)
+    request = encode_command(RemotingCommand(code=RequestCode.GET_NODE_SNAPSHOT, opaque=opaque))
+    try:
+        reply = _exchange(target, request, timeout)
+    except TimeoutError as exc:
+        raise SnapshotUnavailable(f"timeout after {timeout:g}s") from exc
+    except (OSError, FrameError) as exc:
+        raise SnapshotUnavailable(f"{type(exc).__name__}: {exc}") from exc
+    if reply.opaque != opaque or not reply.is_response:
+        raise SnapshotUnavailable("reply does not match the request")
+    if reply.code != ResponseCode.SUCCESS:
+        raise SnapshotUnavailable(f"response code {reply.code} {reply.remark or ''}".strip())
+    try:
+        body = orjson.loads(reply.body or b"")
+    except orjson.JSONDecodeError as exc:
+        raise SnapshotUnavailable(f"snapshot body is not JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise SnapshotUnavailable("snapshot body is not a JSON object")
+    return body
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def poll_node(target: Target, round_no: int, timeout: float) -> list[dict[str, Any]]:
+    """Rows of one node for one round: its snapshot, or a single unavailable row."""
+    asked_at = now_ms()
+    try:
+        return entry_rows(target.name, round_no, fetch_snapshot(target, timeout))
+    except (SnapshotUnavailable, SnapshotError) as exc:
+        return [status_row(target.name, round_no, asked_at, available=False, error=str(exc))]
+
+
+@dataclass(slots=True)
+class RoundResult:
+    round_no: int
+    rows_by_node: dict[str, list[dict[str, Any]]]
+
+    def status_line(self) -> str:
+        parts = []
+        for node, rows in self.rows_by_node.items():
+            up = rows[0]["available"]
+            parts.append(f"{node}:{len(rows) - 1}" if up else f"{node}:DOWN")
+        return " ".join(parts)
+
+
+class RowWriter:
+    """Appends each node's rows to its own JSON-lines file, flushed per round."""
+
+    def __init__(self, out_dir: Path, nodes: Sequence[str]) -> None:
+        self._files: dict[str, IO[bytes]] = {
+            n: (out_dir / rows_file_name(n)).open("ab") for n in nodes}
+
+    def write(self, result: RoundResult) -> None:
+        for node, rows in result.rows_by_node.items():
+            f = self._files[node]
+            f.write(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+            f.flush()
+
+    def close(self) -> None:
+        for f in self._files.values():
+            f.close()
+
+
+@dataclass(slots=True)
+class CollectPlan:
+    targets: list[Target]
+    out_dir: Path
+    interval_s: float
+    duration_s: float
+    timeout_s: float
+    bound_inputs: BoundInputs
+
+    def manifest(self, started_at: int) -> Manifest:
+        return Manifest(nodes=[NodeRef(t.name, t.address) for t in self.targets],
+                        interval_ms=round(self.interval_s * 1000),
+                        bound_inputs=self.bound_inputs, started_at=started_at)
+
+
+def prepare_out_dir(out_dir: Path) -> None:
+    if (out_dir / MANIFEST_NAME).exists():
+        raise UserError(f"{out_dir} already holds a collection; choose a new --out")
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+
+def write_manifest(out_dir: Path, manifest: Manifest) -> None:
+    tmp = out_dir / (MANIFEST_NAME + ".tmp")
+    tmp.write_bytes(manifest.to_json())
+    tmp.replace(out_dir / MANIFEST_NAME)
+
+
+Progress = Callable[[RoundResult, int], None]
+
+
+def run_round(pool: ThreadPoolExecutor, plan: CollectPlan, round_no: int) -> RoundResult:
+    futures = {t.name: pool.submit(poll_node, t, round_no, plan.timeout_s)
+               for t in plan.targets}
+    return RoundResult(round_no, {name: f.result() for name, f in futures.items()})
+
+
+def collect(plan: CollectPlan, progress: Progress | None = None,
+            stop: threading.Event | None = None) -> Manifest:
+    """Run rounds every ``interval_s`` for ``duration_s``; returns the final manifest."""
+    stop = stop or threading.Event()
+    prepare_out_dir(plan.out_dir)
+    manifest = plan.manifest(now_ms())
+    write_manifest(plan.out_dir, manifest)
+    total = max(1, int(plan.duration_s / plan.interval_s) + 1)
+    writer = RowWriter(plan.out_dir, [t.name for t in plan.targets])
+    start = time.monotonic()
+    try:
+        with ThreadPoolExecutor(max_workers=len(plan.targets)) as pool:
+            for round_no in range(total):
+                slot = start + round_no * plan.interval_s
+                if stop.wait(max(0.0, slot - time.monotonic())):
+                    break
+                result = run_round(pool, plan, round_no)
+                writer.write(result)
+                manifest.rounds = round_no + 1
+                if progress:
+                    progress(result, total)
+    finally:
+        writer.close()
+        manifest.ended_at = now_ms()
+        write_manifest(plan.out_dir, manifest)
+    return manifest
+
+
+def terminal_progress(stream: IO[str] = sys.stderr) -> Progress:
+    """One status line per round; rewritten in place on a terminal."""
+    tty = stream.isatty()
+
+    def show(result: RoundResult, total: int) -> None:
+        line = f"round {result.round_no + 1}/{total}  {result.status_line()}"
+        stream.write(f"\r\x1b[K{line}" if tty else line + "\n")
+        if tty and result.round_no + 1 == total:
+            stream.write("\n")
+        stream.flush()
+
+    return show

@@ -1,0 +1,96 @@
+"""Build the audit's SparkSession: quiet embedded local[2] by default, any master on demand."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import IO
+
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
+from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[2]"
+
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+"""
+
+
+def _log4j2_file() -> Path:
+    path = Path(tempfile.gettempdir()) / f"pynamesrv-audit-log4j2-{os.getuid()}.properties"
+    if not path.exists() or path.read_text() != _LOG4J2:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(_LOG4J2)
+        tmp.replace(path)
+    return path
+
+
+def is_local(master: str) -> bool:
+    return master == "local" or master.startswith("local[")
+
+
+# Spark's launcher always adds --add-modules=jdk.incubator.vector; the JVM then
+# prints this line on every start. Everything else on the JVM's stderr is kept.
+_JVM_NOISE = (b"WARNING: Using incubator modules",)
+
+
+def _forward(stream: IO[bytes]) -> None:
+    for line in stream:
+        if not line.startswith(_JVM_NOISE):
+            sys.stderr.buffer.write(line)
+            sys.stderr.flush()
+
+
+def _start_context(conf: SparkConf) -> None:
+    """Start the JVM with its stderr filtered, then the SparkContext on it."""
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    threading.Thread(target=_forward, args=(gateway.proc.stderr,), daemon=True,
+                     name="spark-stderr").start()
+    SparkContext(conf=conf, gateway=gateway)
+
+
+def session_conf(master: str, app_name: str) -> SparkConf:
+    """UI off, 4 shuffle partitions, ERROR logs; local masters bind to 127.0.0.1 only."""
+    log_opt = f"-Dlog4j2.configurationFile=file:{_log4j2_file()}"
+    conf = (SparkConf().setMaster(master).setAppName(app_name)
+            .set("spark.ui.enabled", "false")
+            .set("spark.ui.showConsoleProgress", "false")
+            .set("spark.sql.shuffle.partitions", "4")
+            .set("spark.driver.extraJavaOptions", log_opt))
+    if is_local(master):
+        conf.set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
+    return conf
+
+
+def has_active_session() -> bool:
+    return SparkContext._active_spark_context is not None
+
+
+def build_session(master: str = DEFAULT_MASTER, app_name: str = "pynamesrv-audit") -> SparkSession:
+    """The active session if there is one, else a new one for ``master``.
+
+    A cluster master keeps Spark's own driver address so executors can reach it.
+    """
+    if is_local(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    conf = session_conf(master, app_name)
+    if SparkContext._active_spark_context is None and SparkContext._gateway is None:
+        _start_context(conf)
+    spark = SparkSession.builder.config(conf=conf).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
