@@ -277,7 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"pynamesrv node: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    exit_with_parent(signal.SIGTERM)
+    # SIGKILL, not SIGTERM: a paused (SIGSTOPped) node must not outlive its parent either
+    exit_with_parent(signal.SIGKILL)
     set_process_name("pns-node")
     return _run(Controller(settings, guard))
 

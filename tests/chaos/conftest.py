@@ -1,4 +1,4 @@
-"""Chaos scenarios run only when selected with ``-m chaos``; a cluster file per test."""
+"""Chaos scenarios (marker ``chaos``): a cluster file per test with short timeouts."""
 
 from __future__ import annotations
 
@@ -10,16 +10,6 @@ import pytest
 import yaml
 
 from tests.conftest import Reaper
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if "chaos" in (config.getoption("-m") or ""):
-        return
-    skip = pytest.mark.skip(reason="chaos scenarios run with -m chaos")
-    for item in items:
-        if item.get_closest_marker("chaos") is not None:
-            item.add_marker(skip)
-
 
 FAST_SETTINGS = {"scanNotActiveBrokerInterval": 1000, "brokerChannelExpiredTime": 6000,
                  "serverChannelMaxIdleTimeSeconds": 120}
