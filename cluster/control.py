@@ -70,6 +70,12 @@ class ControlClient:
             raise ControlUnavailable(
                 f"no supervisor answered at {self.addr} within {self.timeout:g}s"
                 " (is `pynamesrv up` running?)") from exc
+        except zmq.ZMQError as exc:
+            self.close()
+            raise ControlError(f"{self.addr}: {exc}") from exc
+        except BaseException:
+            self.close()  # e.g. Ctrl-C between send and recv: a REQ socket cannot be reused
+            raise
         try:
             reply = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:

@@ -271,9 +271,14 @@ def check_no_orphans(view: HistoryView, cfg: CheckConfig) -> CheckResult:
 
 
 def _last_heard(view: HistoryView, broker: str, node: str, at: float) -> float | None:
+    """When the node may last have applied a heartbeat: any registration that reached it.
+
+    An error reply (e.g. SYSTEM_ERROR for a lost business worker) does not prove
+    the registration was not applied; only a refused or closed connection does.
+    """
     times = [o.t for o in view.by_node.get(node, ())
              if o.op == "register" and _broker_of(o) == broker and o.began <= at
-             and o.outcome != "fail"]
+             and (o.outcome != "fail" or o.answered)]
     return max(times, default=None)
 
 

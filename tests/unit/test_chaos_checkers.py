@@ -285,3 +285,13 @@ def test_instant_faults_need_no_undo() -> None:
                  {"phase": "apply", "event": 9, "kind": "garbage", "closed_by_node": True}, 11.9)
     res = results(Run(extra=[hostile]))
     assert all(r.ok for r in res.values()), [r.as_dict() for r in res.values() if not r.ok]
+
+
+def test_heartbeat_answered_with_an_error_may_still_have_been_applied() -> None:
+    from cluster.chaos.checkers import HistoryView, _last_heard
+
+    ok = Op(5.0, "b", "register", "n2", "ok", {"broker": "b"}, 4.9)
+    errored = Op(7.0, "b", "register", "n2", "fail", {"broker": "b", "code": 1}, 6.9)
+    refused = Op(8.0, "b", "register", "n2", "fail", {"broker": "b", "error": "refused"}, 7.9)
+    view = HistoryView([ok, errored, refused])
+    assert _last_heard(view, "b", "n2", at=10.0) == 7.0
