@@ -53,6 +53,7 @@ NODE_SETTINGS: dict[str, tuple[Check, Any]] = {
     "ioWorkers": (_int(1, 64), 1),
     "businessWorkers": (_int(1, 64), 2),
     "businessReadWorkers": (_int(0, 64), 1),
+    "businessWriteNice": (_int(0, 19), 19),
     "kvConfigPath": (_str, "kvConfig.json"),
     "scanNotActiveBrokerInterval": (_int(1), 5000),
     "brokerChannelExpiredTime": (_int(1), 120000),

@@ -41,6 +41,7 @@ class BusinessConfig:
     scan_interval_ms: int
     broker_expired_ms: int
     read_only: bool = False
+    nice: int = 0
 
 
 class BusinessWorker:
@@ -159,6 +160,8 @@ def run(cfg: BusinessConfig) -> None:
     """Process entry point."""
     exit_with_parent(parent=cfg.parent)
     set_process_name(f"pns-biz-{cfg.index}")
+    if cfg.nice:
+        os.nice(cfg.nice)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=os.environ.get("PYNAMESRV_LOG", "WARNING"),
                         format=f"%(asctime)s level=%(levelname)s proc=b{cfg.index} %(message)s")

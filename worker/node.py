@@ -88,7 +88,8 @@ class Controller:
             index=i, parent=os.getpid(), run=str(self.run_path), io_workers=s.io_workers,
             store_path=str(self.store_path), node_name=s.name,
             scan_interval_ms=s.scan_interval_ms, broker_expired_ms=s.broker_expired_ms,
-            read_only=i >= s.business_workers - readers))
+            read_only=i >= s.business_workers - readers,
+            nice=0 if i >= s.business_workers - readers else s.business_write_nice))
             for i in range(s.business_workers)]
 
     def _io_children(self) -> list[Child]:

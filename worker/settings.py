@@ -25,6 +25,7 @@ _INT_KEYS: dict[str, tuple[str, int, int, int]] = {
     "ioWorkers": ("io_workers", 1, 1, 64),
     "businessWorkers": ("business_workers", 2, 1, 64),
     "businessReadWorkers": ("business_read_workers", 1, 0, 64),
+    "businessWriteNice": ("business_write_nice", 19, 0, 19),
     "ioMaxPending": ("io_max_pending", 10_000, 1, 10_000_000),
     "businessWindow": ("business_window", 256, 1, 100_000),
     "shutdownDrainMillis": ("shutdown_drain_ms", 5000, 0, 600_000),
@@ -48,6 +49,7 @@ class NodeSettings:
     io_workers: int = 1
     business_workers: int = 2
     business_read_workers: int = 1
+    business_write_nice: int = 19
     io_max_pending: int = 10_000
     business_window: int = 256
     shutdown_drain_ms: int = 5000
