@@ -36,37 +36,54 @@ class FrameReader:
 
     Each returned frame is ``header_word + header + body``. Raises FrameError on
     a length outside ``[4, max_frame - 4]``, a bad header length or an unknown
-    serialize type; the caller closes the connection.
+    serialize type; the caller closes the connection. Chunks of an incomplete
+    frame are only collected, and joined once the frame is complete, so a large
+    frame costs a single copy however many reads it arrives in.
     """
 
-    __slots__ = ("_buf", "max_frame")
+    __slots__ = ("_parts", "_size", "_need", "max_frame")
 
     def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
-        self._buf = bytearray()
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._need = 4  # bytes needed before anything can be split
         self.max_frame = max_frame
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        return self._size
 
     def feed(self, data: bytes) -> list[bytes]:
-        buf = self._buf
-        buf += data
+        self._parts.append(data)
+        self._size += len(data)
+        if self._size < self._need:
+            return []
+        buf = self._parts[0] if len(self._parts) == 1 else b"".join(self._parts)
+        frames, pos = self._split(buf)
+        rest = buf[pos:] if pos else buf
+        self._parts = [rest] if rest else []
+        self._size = len(rest)
+        self._need = self._needed(rest)
+        return frames
+
+    def _split(self, buf: bytes) -> tuple[list[bytes], int]:
         frames: list[bytes] = []
-        pos = 0
-        end = len(buf)
+        pos, end = 0, len(buf)
         while end - pos >= 4:
             (total,) = _I32.unpack_from(buf, pos)
             check_total(total, self.max_frame)
             if end - pos - 4 < total:
                 break
-            if total >= 4:
-                check_header_word(_U32.unpack_from(buf, pos + 4)[0], total)
-            frames.append(bytes(buf[pos + 4 : pos + 4 + total]))
+            check_header_word(_U32.unpack_from(buf, pos + 4)[0], total)
+            frames.append(buf[pos + 4 : pos + 4 + total])
             pos += 4 + total
-        if pos:
-            del buf[:pos]
-        return frames
+        return frames, pos
+
+    @staticmethod
+    def _needed(rest: bytes) -> int:
+        if len(rest) < 4:
+            return 4
+        return 4 + _I32.unpack_from(rest, 0)[0]
 
 
 def check_total(total: int, max_frame: int = DEFAULT_MAX_FRAME) -> None:
