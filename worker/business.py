@@ -24,7 +24,7 @@ from cluster.protocol.command import RemotingCommand, response_to
 from cluster.protocol.frame import FrameError, decode_command, encode_command
 from worker import wire
 from worker.processors import handle, on_channel_destroy
-from worker.procs import control_endpoint, exit_with_parent, io_endpoint, set_process_name
+from worker.procs import announce_ready, io_endpoint, start_worker_process
 
 log = logging.getLogger("pynamesrv.business")
 DRAIN_MESSAGES = 16  # messages taken from one socket before looking at the others
@@ -148,23 +148,11 @@ def _system_error(cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
     return response_to(cmd, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
 
-def _announce_ready(zctx: zmq.Context, cfg: BusinessConfig) -> None:
-    push = zctx.socket(zmq.PUSH)
-    push.setsockopt(zmq.LINGER, 1000)
-    push.connect(control_endpoint(Path(cfg.run)))
-    push.send(wire.ready_message("business", cfg.index, os.getpid()))
-    push.close()
-
-
 def run(cfg: BusinessConfig) -> None:
     """Process entry point."""
-    exit_with_parent(parent=cfg.parent)
-    set_process_name(f"pns-biz-{cfg.index}")
+    start_worker_process(cfg.parent, f"pns-biz-{cfg.index}")
     if cfg.nice:
         os.nice(cfg.nice)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.basicConfig(level=os.environ.get("PYNAMESRV_LOG", "WARNING"),
-                        format=f"%(asctime)s level=%(levelname)s proc=b{cfg.index} %(message)s")
     zctx = zmq.Context()
     worker = BusinessWorker(cfg, zctx)
     gc.freeze()  # start-up objects never need scanning again
@@ -174,7 +162,7 @@ def run(cfg: BusinessConfig) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     worker.hello()
-    _announce_ready(zctx, cfg)
+    announce_ready(zctx, Path(cfg.run), "business", cfg.index)
     try:
         worker.serve()
     finally:

@@ -26,7 +26,7 @@ from cluster.protocol.command import response_to
 from cluster.protocol.frame import FrameError, FrameReader, decode_command, encode_command
 from worker import wire
 from worker.dispatch import Dispatcher, Peer
-from worker.procs import control_endpoint, exit_with_parent, io_endpoint, set_process_name
+from worker.procs import announce_ready, io_endpoint, start_worker_process
 
 log = logging.getLogger("pynamesrv.io")
 
@@ -300,7 +300,7 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     timers = [asyncio.ensure_future(_every(wire.HEARTBEAT_S, hub.tick)),
               asyncio.ensure_future(_every(min(1.0, cfg.idle_timeout_s / 4), hub.close_idle))]
-    _announce_ready(zctx, cfg)
+    announce_ready(zctx, Path(cfg.run), "io", cfg.index)
     await stop.wait()
     server.close()
     await _drain(hub, cfg.drain_ms / 1000)
@@ -321,21 +321,9 @@ async def _drain(hub: Hub, bound_s: float) -> None:
         log.warning("event=drain_timeout pending=%d", hub.lanes.pending)
 
 
-def _announce_ready(zctx: zmq.Context, cfg: IoConfig) -> None:
-    push = zctx.socket(zmq.PUSH)
-    push.setsockopt(zmq.LINGER, 1000)
-    push.connect(control_endpoint(Path(cfg.run)))
-    push.send(wire.ready_message("io", cfg.index, os.getpid()))
-    push.close()
-
-
 def run(cfg: IoConfig) -> None:
     """Process entry point."""
-    exit_with_parent(parent=cfg.parent)
-    set_process_name(f"pns-io-{cfg.index}")
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.basicConfig(level=os.environ.get("PYNAMESRV_LOG", "WARNING"),
-                        format=f"%(asctime)s level=%(levelname)s proc=io-{cfg.index} %(message)s")
+    start_worker_process(cfg.parent, f"pns-io-{cfg.index}")
     import uvloop
 
     zctx = zmq.Context()

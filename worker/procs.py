@@ -8,6 +8,7 @@ import shutil
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
@@ -72,3 +73,31 @@ def io_endpoint(run: Path, index: int) -> str:
 
 def control_endpoint(run: Path) -> str:
     return f"ipc://{run}/ctl.ipc"
+
+
+def start_worker_process(parent: int, proc_name: str) -> None:
+    """Common start of a worker process: die with the controller, name, logging, no SIGINT.
+
+    Ctrl-C reaches the whole foreground process group; the controller decides
+    the shutdown order, so workers ignore SIGINT.
+    """
+    import logging
+
+    exit_with_parent(parent=parent)
+    set_process_name(proc_name)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.basicConfig(level=os.environ.get("PYNAMESRV_LOG", "WARNING"),
+                        format=f"%(asctime)s level=%(levelname)s proc={proc_name} %(message)s")
+
+
+def announce_ready(zctx: Any, run: Path, kind: str, index: int) -> None:
+    """Tell the controller (ZeroMQ PUSH to its ipc endpoint) that this worker serves."""
+    import zmq
+
+    from worker.wire import ready_message
+
+    push = zctx.socket(zmq.PUSH)
+    push.setsockopt(zmq.LINGER, 1000)
+    push.connect(control_endpoint(run))
+    push.send(ready_message(kind, index, os.getpid()))
+    push.close()
