@@ -10,7 +10,9 @@ Stored shapes: topic → {brokerName: QueueData}; broker → BrokerData with
 `brokerAddrs` keyed by the id as a decimal string; cluster → [brokerName];
 live → {lastUpdateTimestamp, dataVersion, channel, haServerAddr[,
 heartbeatTimeoutMillis]}; filter → [addr]; channel → [brokerAddr];
-applied → digest of the topic table a broker name last applied (`TopicTable`).
+applied → digest of the topic table a broker name last applied (`TopicTable`);
+applied_queues → {topic: [perm, readQueueNums, topicSysFlag, writeQueueNums]} of that
+table, so the next table of that name touches only the topics whose fields differ.
 
 Deliberate choices where 4.9 and 5.x differ (5.x fixes adopted):
 * onChannelDestroy removes every broker registered over the closed channel
@@ -32,15 +34,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import orjson
+
 from cluster.protocol.bodies import QueueFields, queue_fields
 from state.javaorder import hashmap_order
-from state.store import APPLIED, Store, Txn
+from state.store import APPLIED, APPLIED_QUEUES, Store, Txn, dumps
 
 PERM_WRITE = 2
 PERM_READ = 4
 FLAG_UNIT = 1
 FLAG_UNIT_SUB = 2
 MASTER_ID = "0"
+# Decoded APPLIED_QUEUES values kept by this process: brokerName → (stored text, fields).
+_APPLIED_MEMO: dict[str, tuple[bytes, dict[str, QueueFields]]] = {}
+APPLIED_MEMO_SIZE = 32
 
 
 def dv_equal(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
@@ -175,15 +182,49 @@ def _put_broker_addr(t: Txn, cluster: str, name: str, bid: str, addr: str) -> No
 def _apply_topic_table(t: Txn, name: str, table: TopicTable) -> None:
     if _already_applied(t, name, table):
         return
-    _apply_queues(t, name, table.queues())
+    queues = table.queues()
+    last = last_applied_queues(t, name)
+    _apply_queues(t, name, queues if last is None else changed_queues(queues, last))
     digest = table.digest()
     if digest is None:
         t.delete(APPLIED, name)
     else:
         t.put(APPLIED, name, digest)
+    raw = dumps(queues)
+    t.put_raw(APPLIED_QUEUES, name, raw)
+    _remember_applied(name, raw, queues)
 
 
-def _apply_queues(t: Txn, name: str, queues: dict[str, QueueFields]) -> None:
+def changed_queues(queues: dict[str, QueueFields], last: Mapping[str, QueueFields]
+                   ) -> dict[str, QueueFields]:
+    """The topics of `queues` whose fields differ from `last` or that `last` lacks."""
+    get = last.get
+    return {topic: fields for topic, fields in queues.items() if get(topic) != fields}
+
+
+def last_applied_queues(t: Txn, name: str) -> dict[str, QueueFields] | None:
+    """QueueFields per topic of the table `name` last applied, while the topic table has
+    changed through registrations alone since (each such topic then still holds them)."""
+    raw = t.get_raw(APPLIED_QUEUES, name)
+    if raw is None:
+        return None
+    memo = _APPLIED_MEMO.get(name)
+    if memo is not None and memo[0] == raw:
+        return memo[1]
+    stored = orjson.loads(raw)
+    queues = dict(zip(stored, map(tuple, stored.values()), strict=True))
+    _remember_applied(name, raw, queues)
+    return queues
+
+
+def _remember_applied(name: str, raw: bytes, queues: dict[str, QueueFields]) -> None:
+    _APPLIED_MEMO.pop(name, None)
+    while len(_APPLIED_MEMO) >= APPLIED_MEMO_SIZE:
+        del _APPLIED_MEMO[next(iter(_APPLIED_MEMO))]
+    _APPLIED_MEMO[name] = (raw, queues)
+
+
+def _apply_queues(t: Txn, name: str, queues: Mapping[str, QueueFields]) -> None:
     """Put each topic's QueueData of `name`; topics whose QueueData is unchanged are not
     rewritten."""
     for topic, (perm, read, flag, write) in queues.items():
@@ -256,6 +297,7 @@ def _remove_broker_name(t: Txn, name: str, cluster: str | None) -> None:
             t.delete("cluster", cluster)  # type: ignore[arg-type]
     remove_queue_datas(t, {name})
     t.delete(APPLIED, name)
+    t.delete(APPLIED_QUEUES, name)
 
 
 def remove_queue_datas(t: Txn, names: set[str]) -> None:

@@ -21,14 +21,17 @@ import orjson
 
 TABLES: tuple[str, ...] = (
     "topic", "broker", "cluster", "live", "filter", "channel", "kv", "config", "meta",
-    "applied",
+    "applied", "applied_queues",
 )
 # Tables whose content is visible in route replies: a real change bumps meta["gen"].
 ROUTE_TABLES = frozenset({"topic", "broker", "cluster", "filter"})
-# brokerName → digest of the topic table that broker last applied (state.route). An entry
-# holds only while the topic table changed through registrations alone: any other change
-# of the topic table empties this table in the same transaction.
+# brokerName → digest of the topic table that broker last applied (state.route), and
+# brokerName → the QueueData fields of that table per topic. An entry holds only while the
+# topic table changed through registrations alone: any other change of the topic table
+# empties both tables in the same transaction.
 APPLIED = "applied"
+APPLIED_QUEUES = "applied_queues"
+APPLIED_TABLES = (APPLIED, APPLIED_QUEUES)
 MAX_READERS = 256
 DEFAULT_MAP_SIZE = 256 * 1024 * 1024
 _OPTS = orjson.OPT_NON_STR_KEYS
@@ -53,15 +56,23 @@ class Txn:
         raw = self._txn.get(key.encode(), db=self._dbs[table])
         return None if raw is None else orjson.loads(raw)
 
+    def get_raw(self, table: str, key: str) -> bytes | None:
+        """The stored JSON text of `key`, undecoded."""
+        raw = self._txn.get(key.encode(), db=self._dbs[table])
+        return None if raw is None else bytes(raw)
+
     def put(self, table: str, key: str, value: Any, *, registering: bool = False) -> None:
         """Store `value`; an identical value is not rewritten (no spurious generation bump).
 
         `registering` marks a topic-table write made by a broker applying its own
-        registered topic table, which keeps the APPLIED digests valid.
+        registered topic table, which keeps the APPLIED records valid.
         """
+        self.put_raw(table, key, dumps(value), registering=registering)
+
+    def put_raw(self, table: str, key: str, raw: bytes, *, registering: bool = False) -> None:
+        """`put` of a value already encoded with `dumps`."""
         db = self._dbs[table]
         k = key.encode()
-        raw = dumps(value)
         if self._txn.get(k, db=db) == raw:
             return
         self._txn.put(k, raw, db=db)
@@ -76,10 +87,11 @@ class Txn:
     def _changed(self, table: str, registering: bool) -> None:
         if table in ROUTE_TABLES:
             self.route_changed = True
-        if table == APPLIED:
+        if table in APPLIED_TABLES:
             self._applied_cleared = False
         elif table == "topic" and not registering and not self._applied_cleared:
-            self._txn.drop(self._dbs[APPLIED], delete=False)
+            for applied in APPLIED_TABLES:
+                self._txn.drop(self._dbs[applied], delete=False)
             self._applied_cleared = True
 
     def items(self, table: str, prefix: str = "") -> Iterator[tuple[str, Any]]:

@@ -1,4 +1,5 @@
-"""REGISTER_BROKER shortcuts: head-only parsing, QueueData-only decoding, applied-table digests."""
+"""REGISTER_BROKER shortcuts: head-only parsing, QueueData-only decoding, applied-table digests,
+and applying only the topics whose fields differ from the broker's last applied table."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from cluster.protocol.bodies import BodyError
 from cluster.protocol.codes import ResponseCode
 from cluster.protocol.command import RemotingCommand
 from state import route
-from state.store import APPLIED, Store
+from state.store import APPLIED, APPLIED_QUEUES, Store
 from tests.unit.test_processors import call, make_ctx, register_request, request, route_request
 from worker.context import NodeContext
 
@@ -352,3 +353,176 @@ def test_unregistering_the_name_drops_its_digest(store: Store) -> None:
         assert t.get(APPLIED, "b") == "d"
         route.unregister_broker(t, "C", "a:1", "b", 0)
         assert t.get(APPLIED, "b") is None
+
+
+# ---------------------------------------------------------------- applying only what changed
+
+
+@pytest.fixture()
+def applied(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, bodies.QueueFields]]:
+    """The topic → QueueFields maps handed to route._apply_queues, one per application."""
+    calls: list[dict[str, bodies.QueueFields]] = []
+    real = route._apply_queues
+
+    def spy(t: Any, name: str, queues: Any) -> None:
+        calls.append(dict(queues))
+        real(t, name, queues)
+
+    monkeypatch.setattr(route, "_apply_queues", spy)
+    return calls
+
+
+DV3 = {"counter": 3, "timestamp": 1}
+
+
+def perms(ctx: NodeContext, topic: str) -> dict[str, int] | None:
+    qmap = read(ctx, "topic", topic)
+    return None if qmap is None else {n: q["perm"] for n, q in qmap.items()}
+
+
+def test_changed_version_applies_only_the_changed_topics(
+        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]]) -> None:
+    register(ctx, {"TopicA": 4, "TopicB": 8, "TopicC": 2})
+    register(ctx, {"TopicA": 4, "TopicB": 9, "TopicC": 2, "TopicD": 1}, dv=DV2)
+    assert applied[1] == {"TopicB": (6, 9, 0, 9), "TopicD": (6, 1, 0, 1)}
+    assert [queue_nums(ctx, t) for t in ("TopicA", "TopicB", "TopicC", "TopicD")] == [
+        {"broker-a": 4}, {"broker-a": 9}, {"broker-a": 2}, {"broker-a": 1}]
+    assert read(ctx, APPLIED_QUEUES, "broker-a") == {
+        "TopicA": [6, 4, 0, 4], "TopicB": [6, 9, 0, 9], "TopicC": [6, 2, 0, 2],
+        "TopicD": [6, 1, 0, 1]}
+
+
+def test_topics_left_out_stay_and_come_back_without_a_write(
+        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]]) -> None:
+    register(ctx, {"TopicA": 4, "TopicB": 8})
+    register(ctx, {"TopicA": 5}, dv=DV2)
+    assert queue_nums(ctx, "TopicB") == {"broker-a": 8}
+    gen = generation(ctx)
+    register(ctx, {"TopicA": 5, "TopicB": 8}, dv=DV3)
+    assert applied[2] == {"TopicB": (6, 8, 0, 8)}
+    assert generation(ctx) == gen
+    register(ctx, {"TopicA": 5, "TopicB": 3}, dv={"counter": 4, "timestamp": 1})
+    assert queue_nums(ctx, "TopicB") == {"broker-a": 3}
+
+
+@pytest.mark.parametrize("edit", [
+    request(205, {"brokerName": "broker-a"}),
+    request(216, {"topic": "TopicA"}),
+])
+def test_a_wiped_or_deleted_topic_is_restored_by_the_next_changed_table(
+        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]],
+        edit: RemotingCommand) -> None:
+    register(ctx, {"TopicA": 4, "TopicB": 8})
+    assert call(ctx, edit).code == ResponseCode.SUCCESS
+    assert read(ctx, APPLIED_QUEUES, "broker-a") is None
+    assert perms(ctx, "TopicA") in ({"broker-a": 4}, None)
+    register(ctx, {"TopicA": 4, "TopicB": 9}, dv=DV2)
+    assert applied[1] == {"TopicA": (6, 4, 0, 4), "TopicB": (6, 9, 0, 9)}
+    assert perms(ctx, "TopicA") == {"broker-a": 6}
+    assert queue_nums(ctx, "TopicA") == {"broker-a": 4}
+    assert queue_nums(ctx, "TopicB") == {"broker-a": 9}
+
+
+def register_configs(ctx: NodeContext, cfgs: dict[str, dict[str, Any]],
+                     dv: dict[str, int]) -> None:
+    body = plain_body(cfgs, dv)
+    ext = {"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911", "clusterName": "C",
+           "brokerId": "0", "bodyCrc32": str(bodies.crc32_java(body))}
+    assert call(ctx, request(103, ext, body)).code == ResponseCode.SUCCESS
+
+
+def test_add_write_perm_and_register_topic_also_void_the_applied_queues(
+        ctx: NodeContext) -> None:
+    cfgs = configs(TopicA=4, TopicB=8)
+    cfgs["TopicA"]["perm"] = 4
+    register_configs(ctx, cfgs, DV1)
+    assert call(ctx, request(327, {"brokerName": "broker-a"})).code == ResponseCode.SUCCESS
+    assert read(ctx, APPLIED_QUEUES, "broker-a") is None
+    assert perms(ctx, "TopicA") == {"broker-a": 6}
+    register_configs(ctx, {**cfgs, "TopicB": configs(TopicB=9)["TopicB"]}, DV2)
+    assert perms(ctx, "TopicA") == {"broker-a": 4}
+    with ctx.store.write() as t:
+        route.register_topic(t, "TopicA", [{"brokerName": "broker-a", "perm": 2,
+                                            "readQueueNums": 1, "writeQueueNums": 1}])
+        assert t.get_raw(APPLIED_QUEUES, "broker-a") is None
+    register_configs(ctx, {**cfgs, "TopicB": configs(TopicB=7)["TopicB"]}, DV3)
+    assert perms(ctx, "TopicA") == {"broker-a": 4}
+    assert queue_nums(ctx, "TopicA") == {"broker-a": 4}
+
+
+def test_two_brokers_sharing_topics_keep_their_own_applied_queues(
+        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]]) -> None:
+    def register_b(topics: dict[str, int], dv: dict[str, int]) -> None:
+        reply = call(ctx, register_request("broker-b", "10.0.0.9:10911", topics, dv=dv))
+        assert reply.code == ResponseCode.SUCCESS
+
+    register(ctx, {"TopicA": 4, "TopicB": 8})
+    register_b({"TopicA": 2, "TopicC": 1}, DV1)
+    register(ctx, {"TopicA": 4, "TopicB": 5}, dv=DV2)
+    register_b({"TopicA": 3, "TopicC": 1}, DV2)
+    assert applied[2:] == [{"TopicB": (6, 5, 0, 5)}, {"TopicA": (6, 3, 0, 3)}]
+    register(ctx, {"TopicA": 4, "TopicB": 5, "TopicC": 6}, dv=DV3)
+    assert applied[4] == {"TopicC": (6, 6, 0, 6)}
+    assert queue_nums(ctx, "TopicA") == {"broker-a": 4, "broker-b": 3}
+    assert queue_nums(ctx, "TopicB") == {"broker-a": 5}
+    assert queue_nums(ctx, "TopicC") == {"broker-b": 1, "broker-a": 6}
+
+
+def test_slave_never_applies_nor_touches_the_applied_queues(
+        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]]) -> None:
+    register(ctx, {"TopicA": 4})
+    stored = read(ctx, APPLIED_QUEUES, "broker-a")
+    for dv in (DV1, DV2, DV3):
+        reply = call(ctx, register_request("broker-a", "10.0.0.2:10911", {"TopicA": 9,
+                                                                          "TopicS": 1},
+                                           broker_id=1, dv=dv))
+        assert reply.code == ResponseCode.SUCCESS
+    assert len(applied) == 1
+    assert read(ctx, APPLIED_QUEUES, "broker-a") == stored
+    assert queue_nums(ctx, "TopicA") == {"broker-a": 4} and queue_nums(ctx, "TopicS") is None
+
+
+def test_removing_the_broker_drops_its_applied_queues(
+        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]]) -> None:
+    register(ctx, {"TopicA": 4})
+    unregister = request(104, {"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911",
+                               "clusterName": "DefaultCluster", "brokerId": "0"})
+    assert call(ctx, unregister).code == ResponseCode.SUCCESS
+    assert read(ctx, APPLIED_QUEUES, "broker-a") is None and queue_nums(ctx, "TopicA") is None
+    register(ctx, {"TopicA": 4})
+    assert applied[1] == {"TopicA": (6, 4, 0, 4)}
+    assert queue_nums(ctx, "TopicA") == {"broker-a": 4}
+
+
+def test_compressed_tables_use_the_applied_queues_too(
+        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]]) -> None:
+    register(ctx, {"TopicA": 4, "TopicB": 8}, compressed=True)
+    register(ctx, {"TopicA": 4, "TopicB": 2}, dv=DV2, compressed=True)
+    assert applied[1] == {"TopicB": (6, 2, 0, 2)}
+    assert read(ctx, APPLIED, "broker-a") is None
+    assert queue_nums(ctx, "TopicB") == {"broker-a": 2}
+
+
+def test_applied_queues_are_read_back_from_the_store(
+        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    register(ctx, {"TopicA": 4, "TopicB": 8})
+    monkeypatch.setattr(route, "_APPLIED_MEMO", {})
+    register(ctx, {"TopicA": 4, "TopicB": 5}, dv=DV2)
+    assert applied[1] == {"TopicB": (6, 5, 0, 5)}
+    stale = route._APPLIED_MEMO["broker-a"]
+    route._APPLIED_MEMO["broker-a"] = (b"{}", {"TopicA": (6, 4, 0, 4), "TopicB": (6, 7, 0, 7)})
+    register(ctx, {"TopicA": 4, "TopicB": 7}, dv=DV3)
+    assert applied[2] == {"TopicB": (6, 7, 0, 7)}
+    assert stale[1] == {"TopicA": (6, 4, 0, 4), "TopicB": (6, 5, 0, 5)}
+    assert queue_nums(ctx, "TopicB") == {"broker-a": 7}
+
+
+def test_the_memo_of_applied_queues_is_bounded(store: Store) -> None:
+    with store.write() as t:
+        for i in range(route.APPLIED_MEMO_SIZE + 5):
+            route.register_broker(t, "C", f"a:{i}", f"b{i}", 0, None, DV1,
+                                  route.TopicTable(lambda: {"T": (6, 4, 0, 4)}), None,
+                                  "0.1.1", 0)
+    assert len(route._APPLIED_MEMO) <= route.APPLIED_MEMO_SIZE
+    assert f"b{route.APPLIED_MEMO_SIZE + 4}" in route._APPLIED_MEMO

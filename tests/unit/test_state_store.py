@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from state.store import APPLIED, Store
+from state.store import APPLIED, APPLIED_QUEUES, Store, dumps
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = 3000
@@ -163,6 +163,32 @@ def test_topic_edits_clear_the_applied_digests_unless_registering(store: Store) 
         assert t.get(APPLIED, "b") == "d3"
         t.delete("topic", "U")
         assert t.get(APPLIED, "b") is None
+
+
+def test_topic_edits_clear_the_applied_queues_too(store: Store) -> None:
+    with store.write() as t:
+        t.put(APPLIED, "b", "d1")
+        t.put_raw(APPLIED_QUEUES, "b", dumps({"T": [6, 4, 0, 4]}))
+        t.put("topic", "T", {"b": 1}, registering=True)
+        assert t.get(APPLIED_QUEUES, "b") == {"T": [6, 4, 0, 4]}
+        t.put("topic", "T", {"b": 2})
+        assert t.get(APPLIED, "b") is None and t.get_raw(APPLIED_QUEUES, "b") is None
+        t.put_raw(APPLIED_QUEUES, "b", dumps({"T": [6, 4, 0, 4]}))
+        t.delete("topic", "T")
+        assert t.get_raw(APPLIED_QUEUES, "b") is None
+
+
+def test_put_raw_and_get_raw_round_trip_and_skip_identical_values(store: Store) -> None:
+    with store.write() as t:
+        t.put_raw("topic", "T", dumps({"b": 1}))
+        assert t.get_raw("topic", "T") == b'{"b":1}' and t.get("topic", "T") == {"b": 1}
+    with store.read() as t:
+        gen = t.generation()
+    with store.write() as t:
+        t.put_raw("topic", "T", b'{"b":1}')
+        assert not t.route_changed
+    with store.read() as t:
+        assert t.generation() == gen and t.get_raw("topic", "U") is None
 
 
 def test_applied_digests_do_not_move_the_generation(store: Store) -> None:
