@@ -26,10 +26,8 @@ from cluster.audit.rows import (
     BoundInputs,
     Manifest,
     NodeRef,
-    SnapshotError,
-    entry_rows,
+    observed_rows,
     rows_file_name,
-    status_row,
 )
 from cluster.errors import UserError
 from cluster.protocol.codes import DEFAULT_MAX_FRAME, RequestCode, ResponseCode
@@ -105,9 +103,10 @@ def poll_node(target: Target, round_no: int, timeout: float) -> list[dict[str, A
     """Rows of one node for one round: its snapshot, or a single unavailable row."""
     asked_at = now_ms()
     try:
-        return entry_rows(target.name, round_no, fetch_snapshot(target, timeout))
-    except (SnapshotUnavailable, SnapshotError) as exc:
-        return [status_row(target.name, round_no, asked_at, available=False, error=str(exc))]
+        snapshot, error = fetch_snapshot(target, timeout), None
+    except SnapshotUnavailable as exc:
+        snapshot, error = None, str(exc)
+    return observed_rows(target.name, round_no, asked_at, snapshot, error)
 
 
 @dataclass(slots=True)
@@ -168,6 +167,42 @@ def write_manifest(out_dir: Path, manifest: Manifest) -> None:
     tmp.replace(out_dir / MANIFEST_NAME)
 
 
+class CollectionWriter:
+    """A new collection directory: the manifest first, then each round's rows, then
+    the final manifest (rounds, end time, ``fault_end``) on ``close``.
+
+    Thread-safe, so a round may be written while another thread closes.
+    """
+
+    def __init__(self, out_dir: Path, manifest: Manifest) -> None:
+        prepare_out_dir(out_dir)
+        self.out_dir = out_dir
+        self.manifest = manifest
+        write_manifest(out_dir, manifest)
+        self._rows: RowWriter | None = RowWriter(out_dir, manifest.node_names)
+        self._lock = threading.Lock()
+
+    def write(self, result: RoundResult) -> bool:
+        """Append one complete round; False once closed."""
+        with self._lock:
+            if self._rows is None:
+                return False
+            self._rows.write(result)
+            self.manifest.rounds = max(self.manifest.rounds, result.round_no + 1)
+            return True
+
+    def close(self, fault_end: int | None = None) -> Manifest:
+        with self._lock:
+            if self._rows is not None:
+                self._rows.close()
+                self._rows = None
+                self.manifest.ended_at = now_ms()
+                if fault_end is not None:
+                    self.manifest.fault_end = fault_end
+                write_manifest(self.out_dir, self.manifest)
+            return self.manifest
+
+
 Progress = Callable[[RoundResult, int], None]
 
 
@@ -181,11 +216,8 @@ def collect(plan: CollectPlan, progress: Progress | None = None,
             stop: threading.Event | None = None) -> Manifest:
     """Run rounds every ``interval_s`` for ``duration_s``; returns the final manifest."""
     stop = stop or threading.Event()
-    prepare_out_dir(plan.out_dir)
-    manifest = plan.manifest(now_ms())
-    write_manifest(plan.out_dir, manifest)
+    writer = CollectionWriter(plan.out_dir, plan.manifest(now_ms()))
     total = max(1, int(plan.duration_s / plan.interval_s) + 1)
-    writer = RowWriter(plan.out_dir, [t.name for t in plan.targets])
     start = time.monotonic()
     try:
         with ThreadPoolExecutor(max_workers=len(plan.targets)) as pool:
@@ -195,13 +227,10 @@ def collect(plan: CollectPlan, progress: Progress | None = None,
                     break
                 result = run_round(pool, plan, round_no)
                 writer.write(result)
-                manifest.rounds = round_no + 1
                 if progress:
                     progress(result, total)
     finally:
-        writer.close()
-        manifest.ended_at = now_ms()
-        write_manifest(plan.out_dir, manifest)
+        manifest = writer.close()
     return manifest
 
 

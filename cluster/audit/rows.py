@@ -72,6 +72,22 @@ def entry_rows(node: str, round_no: int, snapshot: Mapping[str, Any]) -> list[di
     return rows
 
 
+def observed_rows(node: str, round_no: int, asked_at: int, snapshot: Mapping[str, Any] | None,
+                  error: str | None = None) -> list[dict[str, Any]]:
+    """One node's rows for one round: its snapshot's rows, or a single unavailable row.
+
+    ``asked_at`` (ms) dates the unavailable row; a snapshot without the documented
+    shape counts as no answer, with the shape problem as the reason.
+    """
+    if snapshot is not None:
+        try:
+            return entry_rows(node, round_no, snapshot)
+        except SnapshotError as exc:
+            error = str(exc)
+    return [status_row(node, round_no, asked_at, available=False,
+                       error=error or "no snapshot")]
+
+
 def status_row(node: str, round_no: int, taken_at: int, *, available: bool,
                error: str | None = None) -> dict[str, Any]:
     row: dict[str, Any] = {"node": node, "round": round_no, "taken_at": taken_at,

@@ -381,8 +381,11 @@ def check_audit_verdict(view: HistoryView, cfg: CheckConfig) -> CheckResult:
         return CheckResult("audit_verdict", "liveness", True, "audit not run", [], skipped=True)
     last = recs[-1]
     ok = last.outcome == "ok"
+    value = last.value if isinstance(last.value, dict) else {}
+    detail = value.get("summary") or value.get("error")
+    summary = "audit verdict passed" if ok else "audit verdict failed"
     return CheckResult("audit_verdict", "liveness", ok,
-                       "audit verdict passed" if ok else "audit verdict failed", [last.value])
+                       f"{summary}: {detail}" if detail else summary, [last.value])
 
 
 def check_route_success_rate(view: HistoryView, cfg: CheckConfig) -> CheckResult:

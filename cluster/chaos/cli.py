@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     _schedule_args(run)
     run.add_argument("--out", metavar="DIR", help="output directory (default chaos-out/...)")
     run.add_argument("--brokers", type=int, default=2, help="simulated brokers (2)")
+    run.add_argument("--no-audit", dest="audit", action="store_false",
+                     help="skip the consistency audit (Spark) at the end of the run")
     run.set_defaults(func=cmd_run)
     plan = csub.add_parser("plan", help="print the fault schedule of a scenario and seed")
     _schedule_args(plan)
@@ -63,7 +65,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"chaos-out/{args.scenario}-{args.seed}-{stamp}")
     opts = ChaosOptions(args.scenario, args.seed, args.duration, out, args.config,
-                        args.brokers, args.margin, lambda line: print(line, flush=True))
+                        args.brokers, args.margin, lambda line: print(line, flush=True),
+                        audit=args.audit)
     report = run_chaos(opts)
     if report.interrupted:
         return 130

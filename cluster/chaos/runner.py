@@ -1,7 +1,9 @@
 """One chaos run: start the cluster, put proxies in front, run workload and nemesis, check.
 
 The run writes into ``out_dir``: ``schedule.json``, ``history.jsonl``,
-``result.json``, ``summary.txt`` and ``cluster.log``. Whatever happens
+``result.json``, ``summary.txt``, ``cluster.log`` and ``audit/`` (the
+observer's snapshots as audit input, and after a completed run the audit's
+``audit-report.json`` and ``.html``, unless ``audit`` is off). Whatever happens
 (a failed check, an exception, Ctrl-C or SIGTERM) the cluster is shut down,
 the proxies and clients are closed, and the processes of the run are checked
 and reaped before ``run_chaos`` returns.
@@ -20,6 +22,9 @@ from typing import Any
 
 import orjson
 
+from cluster.audit.collector import now_ms
+from cluster.audit.rows import BoundInputs
+from cluster.chaos.audit import AUDIT_DIR, AuditInput, run_audit
 from cluster.chaos.checkers import CheckConfig, CheckResult, run_checks
 from cluster.chaos.cluster_proc import ClusterProcess, ProcessTracker
 from cluster.chaos.faults import FAULTS, FaultContext
@@ -46,6 +51,7 @@ class ChaosOptions:
     margin_s: float | None = None
     echo: Callable[[str], None] = print
     timing: Timing | None = None
+    audit: bool = True
 
 
 @dataclass
@@ -68,6 +74,13 @@ def timing_for(cfg: ClusterConfig, margin_s: float | None = None) -> Timing:
     restart = cfg.supervisor.backoff_initial_ms / 1000 + 3.0
     return Timing(heartbeat_s=hb, scan_s=cfg.scan_interval_ms / 1000,
                   expiry_s=cfg.expiry_ms / 1000, margin_s=margin, restart_s=restart)
+
+
+def bound_inputs(timing: Timing) -> BoundInputs:
+    """The audit's convergence bound inputs (ms) from the run's protocol timing."""
+    return BoundInputs(heartbeat_period_ms=round(timing.heartbeat_s * 1000),
+                       scan_interval_ms=round(timing.scan_s * 1000),
+                       expiry_ms=round(timing.expiry_s * 1000))
 
 
 def client_timeout(timing: Timing) -> float:
@@ -109,6 +122,8 @@ class ChaosRun:
         self.proxies: ProxyHost | None = None
         self.workload: Workload | None = None
         self.history: HistoryWriter | None = None
+        self.audit_input: AuditInput | None = None
+        self.fault_end_ms: int | None = None
         self.ctx: FaultContext | None = None
         self.active: dict[int, FaultEvent] = {}
         self._next_sample = 0.0
@@ -135,7 +150,11 @@ class ChaosRun:
             self.echo(f"chaos: error: {report.error}")
         finally:
             with sigterm_as_interrupt():
-                self._cleanup()
+                try:
+                    self._cleanup()
+                    self._audit(report)
+                finally:
+                    self._close_history()
         return self._finish(report)
 
     def _execute(self) -> None:
@@ -172,7 +191,10 @@ class ChaosRun:
             "node_addrs": self.node_addrs, "check": {"grace_s": self._grace_s()}})
         opts = WorkloadOptions(brokers=len(self.brokers), heartbeat_s=self.timing.heartbeat_s,
                                timeout_s=client_timeout(self.timing), seed=self.opts.seed)
-        self.workload = Workload(self.history, client_addrs, self.node_addrs, opts)
+        self.audit_input = AuditInput(self.opts.out_dir / AUDIT_DIR, self.node_addrs,
+                                      opts.observe_interval_s, bound_inputs(self.timing))
+        self.workload = Workload(self.history, client_addrs, self.node_addrs, opts,
+                                 self.audit_input)
         self.ctx = FaultContext(self.control, self.proxies, self.workload, self.node_addrs,
                                 self.probe, float(self.cfg.supervisor.readiness_timeout_s))
         self.workload.start()
@@ -208,6 +230,7 @@ class ChaosRun:
             value, ok = {**base, "error": f"{type(exc).__name__}: {exc}"}, False
         rec = self.history.record(NEMESIS, e.fault, e.target, "ok" if ok else "fail",
                                   value, start)
+        self.fault_end_ms = now_ms()
         shown = {k: v for k, v in value.items() if k not in ("phase", "event", "params")}
         self.echo(f"[{rec.t:7.2f}s] {phase:<5} {e.fault:<17} {e.target:<15} "
                   f"{'ok' if ok else 'FAILED'} {orjson.dumps(shown).decode()}")
@@ -254,6 +277,8 @@ class ChaosRun:
         self._heal_paused()
         if self.workload is not None:
             self.workload.stop()
+        if self.audit_input is not None:
+            self.audit_input.close(self.fault_end_ms)
         if self.proxies is not None:
             self.proxies.close()
         if not self.cluster.exited():
@@ -266,9 +291,31 @@ class ChaosRun:
         if self.history is not None:
             self.history.record(RUNNER, "orphans", None, "info", {
                 "alive": left, "checked": len(self.tracker.seen), "shutdown": how})
-            self.history.close()
         self.echo(f"chaos: cluster {how}; {len(self.tracker.seen)} processes tracked, "
                   f"{len(left)} left behind")
+
+    def _close_history(self) -> None:
+        if self.history is not None:
+            self.history.close()
+
+    def _audit(self, report: ChaosReport) -> None:
+        """The consistency audit over the observer's snapshots, as one ``audit`` record."""
+        if (not self.opts.audit or self.history is None or self.audit_input is None
+                or report.interrupted or report.error is not None):
+            return
+        self.echo(f"chaos: audit of {self.audit_input.rounds} observer rounds "
+                  f"in {self.audit_input.out_dir}")
+        start = self.history.now()
+        try:
+            outcome, value = run_audit(self.audit_input.out_dir)
+        except KeyboardInterrupt:
+            report.interrupted = True
+            self.history.record(RUNNER, "audit", None, "fail", {"error": "interrupted"}, start)
+            self.echo("chaos: audit interrupted")
+            return
+        self.history.record(RUNNER, "audit", None, outcome, value, start)
+        self.echo(f"chaos: audit {outcome}: {value.get('summary') or value.get('error')}"
+                  + (f" (report {value['html']})" if "html" in value else ""))
 
     def _heal_paused(self) -> None:
         for e in self.active.values():

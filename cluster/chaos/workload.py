@@ -3,7 +3,8 @@
 Every operation becomes one history record per node. Brokers and clients go
 through the fault proxies (``client_addrs``); the observer reads snapshots
 straight from the nodes (``node_addrs``) so it sees what a node holds even
-while its network is faulted.
+while its network is faulted. Each observer round also goes, whole, to the
+audit input when there is one.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from cluster.audit.collector import now_ms
+from cluster.chaos.audit import AuditInput, Observed
 from cluster.chaos.history import OBSERVER, HistoryWriter
 from cluster.client.broker_sim import SimBroker, SimOptions, SimStats, broker_identity, make_topics
 from cluster.client.connection import ConnectionPool, IoLoop
@@ -86,8 +89,10 @@ class Workload:
     """Runs until ``stop``; thread-safe broker faults for the nemesis."""
 
     def __init__(self, history: HistoryWriter, client_addrs: Mapping[str, str],
-                 node_addrs: Mapping[str, str], opts: WorkloadOptions) -> None:
+                 node_addrs: Mapping[str, str], opts: WorkloadOptions,
+                 audit: AuditInput | None = None) -> None:
         self.history = history
+        self.audit = audit
         self.opts = opts
         self.client_addrs = dict(client_addrs)
         self.node_addrs = dict(node_addrs)
@@ -202,15 +207,17 @@ class Workload:
         return NameServerClient(addrs, timeout=self.opts.timeout_s, pool=pool)
 
     def _call(self, process: str, op: str, node: str, value: dict[str, Any],
-              fn: Callable[[], dict[str, Any]]) -> None:
+              fn: Callable[[], dict[str, Any]]) -> ClientError | None:
+        """Run and record one request; returns its client error, if any."""
         start = self.history.now()
         try:
             result = fn()
         except ClientError as exc:
             self.history.record(process, op, node, outcome_of(exc),
                                 {**value, **client_error_value(exc)}, start)
-            return
+            return exc
         self.history.record(process, op, node, "ok", {**value, **result}, start)
+        return None
 
     def _reader(self, process: str) -> None:
         client = self._client(list(self.client_addrs.values()))
@@ -224,15 +231,21 @@ class Workload:
             client.close()
 
     def _kv_writer(self, process: str) -> None:
+        """Writes new keys; like a careful admin, re-puts a write on every node that did
+        not acknowledge it until it does (the nodes never copy KV from each other)."""
         client = self._client(list(self.client_addrs.values()))
+        unsynced: dict[str, tuple[str, set[str]]] = {}
         try:
-            while not self._stop.is_set() and self._kv_seq < MAX_KV_KEYS:
-                self.put_kv(client, process)
+            while not self._stop.is_set():
+                self.repair_kv(client, process, unsynced)
+                if self._kv_seq < MAX_KV_KEYS:
+                    self.put_kv(client, process, unsynced)
                 self._stop.wait(self.opts.kv_interval_s)
         finally:
             client.close()
 
-    def put_kv(self, client: NameServerClient, process: str) -> None:
+    def put_kv(self, client: NameServerClient, process: str,
+               unsynced: dict[str, tuple[str, set[str]]] | None = None) -> None:
         with self._lock:
             self._kv_seq += 1
             seq = self._kv_seq
@@ -240,6 +253,30 @@ class Workload:
         result = client.put_kv(KV_NAMESPACE, key, value)
         self.record_fanout(process, "kv_put", result,
                            {"ns": KV_NAMESPACE, "key": key, "value": value})
+        missed = self._unacknowledged(result)
+        if missed and unsynced is not None:
+            unsynced[key] = (value, missed)
+
+    def repair_kv(self, client: NameServerClient, process: str,
+                  unsynced: dict[str, tuple[str, set[str]]]) -> None:
+        """Re-put unacknowledged writes, oldest first, to the nodes that missed them;
+        stops at the first re-put that reaches none of its nodes."""
+        for key, (value, nodes) in list(unsynced.items()):
+            addrs = [self.client_addrs[n] for n in sorted(nodes)]
+            result = client.put_kv(KV_NAMESPACE, key, value, addrs=addrs)
+            self.record_fanout(process, "kv_put", result,
+                               {"ns": KV_NAMESPACE, "key": key, "value": value, "repair": True})
+            missed = self._unacknowledged(result)
+            if missed:
+                unsynced[key] = (value, missed)
+            else:
+                del unsynced[key]
+            if missed == nodes or self._stop.is_set():
+                return
+
+    def _unacknowledged(self, result: FanoutResult) -> set[str]:
+        return {self.node_of(o.addr) for o in result.outcomes.values()
+                if o.status is not Status.OK}
 
     def read_kv_all(self, process: str = "verifier") -> None:
         """One ``kv_read`` of the chaos namespace from every node (through the proxies)."""
@@ -257,13 +294,28 @@ class Workload:
         try:
             while not self._stop.is_set():
                 with_kv = rounds % self.opts.kv_every_rounds == 0
-                for node, addr in self.node_addrs.items():
-                    self._call(process, "snapshot", node, {},
-                               partial(_observe, client, addr, with_kv))
+                observed = [self._observe_node(process, client, node, addr, with_kv)
+                            for node, addr in self.node_addrs.items()]
+                if self.audit is not None:
+                    self.audit.add_round(rounds, observed)
                 rounds += 1
                 self._stop.wait(self.opts.observe_interval_s)
         finally:
             client.close()
+
+    def _observe_node(self, process: str, client: NameServerClient, node: str, addr: str,
+                      with_kv: bool) -> Observed:
+        """One ``snapshot`` record; the full snapshot (or the error) for the audit."""
+        seen = Observed(node, now_ms())
+
+        def fetch() -> dict[str, Any]:
+            seen.snapshot = client.get_snapshot(addr)
+            return observation(seen.snapshot, with_kv)
+
+        exc = self._call(process, "snapshot", node, {}, fetch)
+        if exc is not None:
+            seen.error = f"{type(exc).__name__}: {exc}"
+        return seen
 
 
 def _route_brokers(client: NameServerClient, addr: str) -> dict[str, Any]:
@@ -278,10 +330,6 @@ def _route_brokers(client: NameServerClient, addr: str) -> dict[str, Any]:
 
 def _kv_table(client: NameServerClient, addr: str) -> dict[str, Any]:
     return {"kv": {KV_NAMESPACE: client.get_kv_list(KV_NAMESPACE, addr=addr) or {}}}
-
-
-def _observe(client: NameServerClient, addr: str, with_kv: bool) -> dict[str, Any]:
-    return observation(client.get_snapshot(addr), with_kv)
 
 
 def observation(snapshot: Mapping[str, Any], with_kv: bool = True) -> dict[str, Any]:
