@@ -82,6 +82,10 @@ def _windows(ops: Sequence[Op]) -> list[Window]:
     return sorted(out, key=lambda w: w.start)
 
 
+REGISTER = "register"
+ABANDONED = "register_abandoned"  # in flight when the broker crashed; may have been applied
+
+
 class HistoryView:
     """Indexes over a history, built once and shared by the checkers."""
 
@@ -98,7 +102,7 @@ class HistoryView:
                 self.broker_windows[w.target].append(w)
         self.by_node: dict[str, list[Op]] = defaultdict(list)
         for op in self.ops:
-            if op.node is not None and op.op in WORKLOAD_OPS | OBSERVATIONS:
+            if op.node is not None and (op.op in WORKLOAD_OPS | OBSERVATIONS or op.op == ABANDONED):
                 self.by_node[op.node].append(op)
 
     @property
@@ -277,7 +281,7 @@ def _last_heard(view: HistoryView, broker: str, node: str, at: float) -> float |
     the registration was not applied; only a refused or closed connection does.
     """
     times = [o.t for o in view.by_node.get(node, ())
-             if o.op == "register" and _broker_of(o) == broker and o.began <= at
+             if o.op in (REGISTER, ABANDONED) and _broker_of(o) == broker and o.began <= at
              and (o.outcome != "fail" or o.answered)]
     return max(times, default=None)
 

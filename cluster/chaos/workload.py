@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -18,6 +19,7 @@ from typing import Any
 
 from cluster.audit.collector import now_ms
 from cluster.chaos.audit import AuditInput, Observed
+from cluster.chaos.checkers import ABANDONED
 from cluster.chaos.history import OBSERVER, HistoryWriter
 from cluster.client.broker_sim import SimBroker, SimOptions, SimStats, broker_identity, make_topics
 from cluster.client.connection import ConnectionPool, IoLoop
@@ -152,10 +154,25 @@ class Workload:
         """Heartbeats stop; connections stay open unless asked (so expiry must act)."""
         with self._lock:
             broker = self.brokers.pop(name)
+        pending = broker.heartbeat.in_flight_since()
         broker.crash(close_connections)
+        self._record_abandoned(name, pending)
         if not close_connections:
             with self._lock:
                 self._crashed.append(broker)
+
+    def _record_abandoned(self, name: str, pending: dict[str, float]) -> None:
+        """Registrations unanswered when a broker crashed: the node may have applied them.
+
+        A fan-out reports its nodes together, so a node that answered while
+        another one hung is also still pending here: recorded as a fact, not as
+        a request outcome.
+        """
+        now_loop, now = time.monotonic(), self.history.now()  # the loop's clock is monotonic
+        for addr, sent in pending.items():
+            started = max(0.0, now - (now_loop - sent))
+            self.history.record(name, ABANDONED, self.node_of(addr), "info",
+                                {"broker": name}, started, now)
 
     def unregister_broker(self, name: str) -> FanoutResult:
         with self._lock:

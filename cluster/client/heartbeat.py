@@ -74,6 +74,7 @@ class HeartbeatState:
     stats: dict[str, NodeStats] = field(default_factory=dict)
     retry_at: dict[str, float] = field(default_factory=dict)
     in_flight: set[str] = field(default_factory=set)
+    sent_at: dict[str, float] = field(default_factory=dict)  # loop time of the last send
     rounds: int = 0
 
 
@@ -143,6 +144,11 @@ class HeartbeatLoop:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    def in_flight_since(self) -> dict[str, float]:
+        """Nodes with a registration still unanswered, and when it was sent (loop time)."""
+        return {a: self.state.sent_at[a] for a in list(self.state.in_flight)
+                if a in self.state.sent_at}
+
     def trigger(self) -> None:
         """Run a full round now (e.g. after the topic set changed)."""
         if self._wake is not None:
@@ -190,8 +196,10 @@ class HeartbeatLoop:
         if not targets:
             return
         self.state.in_flight.update(targets)
+        now = asyncio.get_running_loop().time()
         for addr in targets:
             self.state.retry_at.pop(addr, None)
+            self.state.sent_at[addr] = now
         task = asyncio.get_running_loop().create_task(self._round(targets, check_version))
         self._rounds.add(task)
         task.add_done_callback(self._rounds.discard)

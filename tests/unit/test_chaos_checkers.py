@@ -295,3 +295,11 @@ def test_heartbeat_answered_with_an_error_may_still_have_been_applied() -> None:
     refused = Op(8.0, "b", "register", "n2", "fail", {"broker": "b", "error": "refused"}, 7.9)
     view = HistoryView([ok, errored, refused])
     assert _last_heard(view, "b", "n2", at=10.0) == 7.0
+
+
+def test_registration_abandoned_by_a_crash_counts_as_possibly_applied() -> None:
+    from cluster.chaos.checkers import ABANDONED, HistoryView, _last_heard
+
+    ok = Op(22.0, "b", "register", "n2", "ok", {"broker": "b"}, 21.9)
+    abandoned = Op(25.0, "b", ABANDONED, "n2", "info", {"broker": "b"}, 24.0)
+    assert _last_heard(HistoryView([ok, abandoned]), "b", "n2", at=25.0) == 25.0
