@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import orjson
@@ -16,6 +15,7 @@ from cluster.client.broker_sim import (
     every,
 )
 from cluster.protocol.codes import RequestCode
+from tests.nodeproc import poll_until
 from tests.unit.client_fakes import FakeNameServer
 
 FAST = SimOptions(period=30.0, clamp=(0.1, 60.0), timeout=1.0, retry_interval=0.1)
@@ -28,11 +28,6 @@ def node() -> Iterator[FakeNameServer]:
     srv.stop()
 
 
-def _poll(fn: object, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not fn():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)
 
 
 def _registers(srv: FakeNameServer, addr: str) -> list[dict[str, object]]:
@@ -64,9 +59,9 @@ def test_topic_changes_bump_the_version_and_re_register(node: FakeNameServer) ->
     master = sim.brokers[0]
     try:
         sim.start()
-        _poll(lambda: len(_registers(node, master.who.broker_addr)) >= 1)
+        poll_until(lambda: len(_registers(node, master.who.broker_addr)) >= 1)
         master.add_topic(TopicSpec("Extra"))
-        _poll(lambda: len(_registers(node, master.who.broker_addr)) >= 2)
+        poll_until(lambda: len(_registers(node, master.who.broker_addr)) >= 2)
         body = _registers(node, master.who.broker_addr)[-1]
         wrapper = body["topicConfigSerializeWrapper"]
         assert "Extra" in wrapper["topicConfigTable"]  # type: ignore[index]
@@ -84,7 +79,7 @@ def test_crash_stops_heartbeats_and_closes_connections(node: FakeNameServer) -> 
     sim = BrokerSimulation([node.addr], groups=2, topics=1, opts=FAST, seed=1)
     try:
         sim.start()
-        _poll(lambda: len(node.requests) >= 2)
+        poll_until(lambda: len(node.requests) >= 2)
         crashed = sim.crash(1)
         assert [b.state for b in crashed] == ["crashed"] and len(sim.live()) == 1
         assert not crashed[0].api.pool.is_connected(node.addr)

@@ -20,6 +20,7 @@ from cluster.client.errors import (
 )
 from cluster.protocol.codes import FLAG_ONEWAY
 from cluster.protocol.command import RemotingCommand
+from tests.nodeproc import poll_until
 from tests.unit.client_fakes import CLOSE, Delay, FakeNameServer, reply
 
 MARGIN = 0.3
@@ -131,9 +132,7 @@ def test_unknown_opaque_and_server_requests_are_ignored(pool: ConnectionPool) ->
 def test_oneway_sends_the_oneway_flag(pool: ConnectionPool) -> None:
     with FakeNameServer(lambda c: None) as srv:
         pool.call_oneway(srv.addr, RemotingCommand(code=103, flag=FLAG_ONEWAY), 1.0)
-        deadline = time.monotonic() + 2.0
-        while not srv.requests and time.monotonic() < deadline:
-            time.sleep(0.01)
+        poll_until(lambda: srv.requests, timeout=2.0, what="the oneway request")
         assert srv.requests[0].is_oneway
 
 

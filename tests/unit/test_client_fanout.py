@@ -20,6 +20,7 @@ from cluster.client.fanout import (
 from cluster.client.heartbeat import HeartbeatLoop, clamp_period
 from cluster.protocol.codes import RequestCode
 from cluster.protocol.command import RemotingCommand
+from tests.nodeproc import poll_until
 from tests.unit.client_fakes import CLOSE, Delay, FakeNameServer, reply
 
 MARGIN = 0.3
@@ -38,11 +39,6 @@ def _payload(compressed: bool = False) -> RegisterPayload:
     return RegisterPayload.build(DV, TOPICS, [], compressed)
 
 
-def _poll(fn: Callable[[], object], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not fn():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)
 
 
 @pytest.fixture
@@ -129,7 +125,7 @@ def test_oneway_does_not_wait_for_replies(servers: Callable[..., FakeNameServer]
     with _api(silent.addr) as api:
         result = api.register_broker_all(WHO, _payload(), oneway=True, timeout=2.0)
     assert result.outcomes[silent.addr].status is Status.SENT and result.elapsed < 0.5
-    _poll(lambda: silent.requests)
+    poll_until(lambda: silent.requests)
     assert silent.requests[0].is_oneway
 
 
@@ -179,10 +175,10 @@ def test_heartbeat_registers_a_node_as_soon_as_it_is_back(
                            retry_interval=0.1)
         hb.start()
         try:
-            _poll(lambda: hb.state.stats.get(late_addr) and hb.state.stats[late_addr].failed)
+            poll_until(lambda: hb.state.stats.get(late_addr) and hb.state.stats[late_addr].failed)
             late = servers(lambda c: reply(), port)
-            _poll(lambda: late.requests, timeout=2.0)
-            _poll(lambda: hb.state.stats[late_addr].ok >= 1)
+            poll_until(lambda: late.requests, timeout=2.0)
+            poll_until(lambda: hb.state.stats[late_addr].ok >= 1)
         finally:
             hb.stop()
     assert len(up.requests) == 1  # the period (30 s) has not come round again
@@ -201,7 +197,8 @@ def test_heartbeat_skips_registration_when_nothing_changed(
                            force_register=False, data_version_fn=lambda: DV)
         hb.start()
         try:
-            _poll(lambda: hb.state.stats.get(srv.addr) and hb.state.stats[srv.addr].skipped >= 2)
+            poll_until(lambda: srv.addr in hb.state.stats
+                       and hb.state.stats[srv.addr].skipped >= 2)
         finally:
             hb.stop()
     codes = [r.code for r in srv.requests]
