@@ -1,6 +1,7 @@
 """Benchmark the audit job on a synthetic collection: 5 nodes × ~100,000 rows each.
 
-``python -m cluster.audit.bench [--nodes 5] [--rows-per-node 100000] [--master local[2]]``
+``python -m cluster.audit.bench [--nodes 5] [--rows-per-node 100000] [--master local[2]]
+[--driver-memory SIZE]``
 writes the collection to a temporary directory, then times session start-up
 and the job separately and samples the peak RSS of this process plus the JVM.
 
@@ -158,9 +159,10 @@ class PeakRss:
         self._thread.join()
 
 
-def run(nodes: int, rows_per_node: int, master: str) -> dict[str, Any]:
+def run(nodes: int, rows_per_node: int, master: str,
+        memory: str | None = None) -> dict[str, Any]:
     from cluster.audit.job import analyse
-    from cluster.audit.session import build_session
+    from cluster.audit.session import build_session, driver_memory
 
     s = Synthetic(nodes=nodes, keys=max(10, rows_per_node // 100 - 1))
     with tempfile.TemporaryDirectory(prefix="audit-bench-") as tmp:
@@ -169,7 +171,7 @@ def run(nodes: int, rows_per_node: int, master: str) -> dict[str, Any]:
         gen_s = time.perf_counter() - t
         with PeakRss() as sampler:
             t = time.perf_counter()
-            spark = build_session(master)
+            spark = build_session(master, memory=memory)
             start_s = time.perf_counter() - t
             t = time.perf_counter()
             result = analyse(spark, tmp)
@@ -177,6 +179,7 @@ def run(nodes: int, rows_per_node: int, master: str) -> dict[str, Any]:
             sampler.sample()
             spark.stop()
     return {"nodes": nodes, "rows": rows, "rounds": s.rounds, "master": master,
+            "driver_memory": driver_memory(memory),
             "generate_s": round(gen_s, 2), "session_start_s": round(start_s, 2),
             "job_wall_s": round(job_s, 2),
             "job_load_s": round(result.timings["load_s"], 2),
@@ -191,8 +194,9 @@ def main() -> None:
     p.add_argument("--nodes", type=int, default=5)
     p.add_argument("--rows-per-node", type=int, default=100_000)
     p.add_argument("--master", default="local[2]")
+    p.add_argument("--driver-memory", default=None, metavar="SIZE")
     args = p.parse_args()
-    print(orjson.dumps(run(args.nodes, args.rows_per_node, args.master),
+    print(orjson.dumps(run(args.nodes, args.rows_per_node, args.master, args.driver_memory),
                        option=orjson.OPT_INDENT_2).decode())
 
 

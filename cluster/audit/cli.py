@@ -71,6 +71,9 @@ def _register_run(asub: argparse._SubParsersAction) -> None:
                    help="convergence bound (default: heartbeat + scan + expiry from the manifest)")
     p.add_argument("--report-dir", default=None,
                    help="where to write audit-report.json/.html (default: DIR, or . for a URI)")
+    p.add_argument("--driver-memory", default=None, metavar="SIZE",
+                   help="Spark driver heap, e.g. 768m or 2g "
+                        "(default: $PYNAMESRV_AUDIT_DRIVER_MEMORY, else 512m)")
     p.set_defaults(func=_run)
 
 
@@ -115,7 +118,7 @@ def _run(args: argparse.Namespace) -> int:
     except BadInput as exc:
         return _bad_input(exc)
     owned = not has_active_session()
-    spark = build_session(args.master)
+    spark = build_session(args.master, memory=args.driver_memory)
     try:
         result = analyse(spark, args.dir, args.bound)
     except BadInput as exc:

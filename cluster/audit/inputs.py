@@ -166,9 +166,13 @@ def valid_rows(flagged: DataFrame) -> DataFrame:
 
 
 def _node_facts(node_rounds: DataFrame, expected: list[str]) -> list[Row]:
-    """Per expected node: rounds seen, rounds up, rounds without a row, conflicting rounds."""
-    spark = node_rounds.sparkSession
-    nodes = spark.createDataFrame([(n,) for n in expected], "node string")
+    """Per expected node: rounds seen, rounds up, rounds without a row, conflicting rounds.
+
+    The node list is built in the JVM: a frame made from Python data would start
+    Python worker processes just for it.
+    """
+    names = F.array(*[F.lit(n) for n in expected]).cast("array<string>")
+    nodes = node_rounds.sparkSession.range(1).select(F.explode(names).alias("node"))
     rounds = node_rounds.select("round").distinct()
     grid = nodes.crossJoin(rounds).join(node_rounds, ["node", "round"], "left")
     return (grid.groupBy("node")

@@ -59,7 +59,11 @@ def _total(listed: list[dict[str, Any]], df: DataFrame) -> int:
 
 
 def load(spark: SparkSession, path: str) -> Loaded:
-    """Manifest, per-node-round status and entry groups; raises BadInput listing every problem."""
+    """Manifest, per-node-round status and entry groups; raises BadInput listing every problem.
+
+    The parsed lines are cached only while they are validated; validation reads
+    ``status`` and ``groups`` in full, so their caches are filled by then.
+    """
     base = inputs.resolve_input(path)
     manifest = inputs.read_manifest(spark, base)
     expected = manifest.node_names
@@ -67,12 +71,14 @@ def load(spark: SparkSession, path: str) -> Loaded:
     rows = inputs.valid_rows(flagged)
     status = spark_job.node_status(rows).cache()
     groups = spark_job.entry_groups(rows).cache()
-    loaded = Loaded(manifest, status, groups, 0, [flagged, status, groups])
+    loaded = Loaded(manifest, status, groups, 0, [status, groups])
     try:
         loaded.row_count = _validate(loaded, flagged, path)
     except inputs.BadInput:
         loaded.release()
         raise
+    finally:
+        flagged.unpersist()
     return loaded
 
 

@@ -15,6 +15,10 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[2]"
+DRIVER_MEMORY_ENV = "PYNAMESRV_AUDIT_DRIVER_MEMORY"
+DEFAULT_DRIVER_MEMORY = "512m"
+# The serial collector needs a fraction of G1's native bookkeeping on a small heap.
+_DRIVER_JVM_OPTS = "-XX:+UseSerialGC"
 
 _LOG4J2 = """\
 rootLogger.level = error
@@ -64,14 +68,23 @@ def _start_context(conf: SparkConf) -> None:
     SparkContext(conf=conf, gateway=gateway)
 
 
-def session_conf(master: str, app_name: str) -> SparkConf:
-    """UI off, 4 shuffle partitions, ERROR logs; local masters bind to 127.0.0.1 only."""
-    log_opt = f"-Dlog4j2.configurationFile=file:{_log4j2_file()}"
+def driver_memory(explicit: str | None = None) -> str:
+    """The driver JVM's heap: ``explicit``, else ``$PYNAMESRV_AUDIT_DRIVER_MEMORY``, else 512m."""
+    return explicit or os.environ.get(DRIVER_MEMORY_ENV) or DEFAULT_DRIVER_MEMORY
+
+
+def session_conf(master: str, app_name: str, memory: str | None = None) -> SparkConf:
+    """UI off, 4 shuffle partitions, ERROR logs, a bounded driver heap (``driver_memory``).
+
+    Local masters bind to 127.0.0.1 only.
+    """
+    java_opts = f"-Dlog4j2.configurationFile=file:{_log4j2_file()} {_DRIVER_JVM_OPTS}"
     conf = (SparkConf().setMaster(master).setAppName(app_name)
             .set("spark.ui.enabled", "false")
             .set("spark.ui.showConsoleProgress", "false")
             .set("spark.sql.shuffle.partitions", "4")
-            .set("spark.driver.extraJavaOptions", log_opt))
+            .set("spark.driver.memory", driver_memory(memory))
+            .set("spark.driver.extraJavaOptions", java_opts))
     if is_local(master):
         conf.set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
     return conf
@@ -81,14 +94,17 @@ def has_active_session() -> bool:
     return SparkContext._active_spark_context is not None
 
 
-def build_session(master: str = DEFAULT_MASTER, app_name: str = "pynamesrv-audit") -> SparkSession:
+def build_session(master: str = DEFAULT_MASTER, app_name: str = "pynamesrv-audit",
+                  memory: str | None = None) -> SparkSession:
     """The active session if there is one, else a new one for ``master``.
 
-    A cluster master keeps Spark's own driver address so executors can reach it.
+    ``memory`` (e.g. ``768m``, ``2g``) is the driver heap, which only takes
+    effect when this call starts the JVM. A cluster master keeps Spark's own
+    driver address so executors can reach it.
     """
     if is_local(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    conf = session_conf(master, app_name)
+    conf = session_conf(master, app_name, memory)
     if SparkContext._active_spark_context is None and SparkContext._gateway is None:
         _start_context(conf)
     spark = SparkSession.builder.config(conf=conf).getOrCreate()

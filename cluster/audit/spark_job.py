@@ -121,27 +121,43 @@ def round_summary(kr: DataFrame, avail: DataFrame, rounds: DataFrame) -> DataFra
             .orderBy("round"))
 
 
-def _islands(flagged: DataFrame, part: list[str],
-             rounds: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """Group consecutive flagged rounds per ``part`` into runs with start/end times.
+def _islands(flagged: DataFrame, part: list[str], rounds: DataFrame) -> DataFrame:
+    """Number the runs of consecutive flagged rounds per ``part`` (gaps and islands).
 
-    ``end`` is the time of the first round after the run (null while still open
-    at the last round); ``last_seen`` the time of the run's last round.
+    ``run`` is ``idx`` minus the dense rank of ``idx`` within ``part``: constant
+    over consecutive rounds, different across a gap. The dense rank counts a
+    round once even when it has several rows, so repeated rounds never split a run.
     """
-    idx = flagged.join(F.broadcast(rounds), "round")
-    run = F.col("idx") - F.row_number().over(Window.partitionBy(*part).orderBy("idx"))
-    nxt = rounds.select(F.col("idx").alias("end_idx"), F.col("round_time").alias("end"))
-    last = rounds.select(F.col("idx").alias("last_idx"), F.col("round_time").alias("last_seen"))
-    return idx.withColumn("run", run), nxt, last
+    idx = flagged.join(F.broadcast(rounds.select("round", "idx", "round_time")), "round")
+    rank = F.dense_rank().over(Window.partitionBy(*part).orderBy("idx"))
+    return idx.withColumn("run", F.col("idx") - rank)
+
+
+def _round_at(rounds: DataFrame, idx: str, time: str) -> DataFrame:
+    """(``idx``, ``time``): the time of each round by its index, renamed for a join."""
+    return rounds.select(F.col("idx").alias(idx), F.col("round_time").alias(time))
+
+
+def _close(grouped: DataFrame, ends: DataFrame, on: list[str], rounds: DataFrame) -> DataFrame:
+    """Add ``end`` (from ``ends`` at the round after the run), ``last_seen``, ``open``, duration.
+
+    ``end`` is null while the run is still open at the last round.
+    """
+    ended = (grouped.withColumn("end_idx", F.col("last_idx") + 1)
+             .join(ends, [*on, "end_idx"], "left")
+             .join(F.broadcast(_round_at(rounds, "last_idx", "last_seen")), "last_idx"))
+    upto = F.coalesce(F.col("end"), F.col("last_seen"))
+    return (ended.withColumn("open", F.col("end").isNull())
+            .withColumn("duration_ms", upto - F.col("start")))
 
 
 def divergence_intervals(kr: DataFrame, rounds: DataFrame) -> DataFrame:
-    """Per key, runs of consecutive non-agreeing rounds.
+    """Per key, maximal runs of consecutive non-agreeing rounds.
 
-    (table, key, kind, kinds, nodes, start, end, last_seen, duration_ms, rounds, open)
+    (table, key, kind, kinds, nodes, start, end, last_seen, duration_ms, rounds, open):
+    ``kind`` is the status in the run's first round, ``kinds`` every status in it.
     """
-    flagged = kr.filter(F.col("status") != "agree")
-    runs, nxt, last = _islands(flagged, _KEY, rounds)
+    runs = _islands(kr.filter(F.col("status") != "agree"), _KEY, rounds)
     grouped = (runs.groupBy(*_KEY, "run")
                .agg(F.min("round_time").alias("start"),
                     F.max("idx").alias("last_idx"),
@@ -150,67 +166,55 @@ def divergence_intervals(kr: DataFrame, rounds: DataFrame) -> DataFrame:
                     F.array_sort(F.collect_set("status")).alias("kinds"),
                     F.array_sort(F.array_distinct(F.flatten(F.collect_list("involved"))))
                     .alias("nodes")))
-    return _close(grouped, nxt, last).select(
+    ends = F.broadcast(_round_at(rounds, "end_idx", "end"))
+    return _close(grouped, ends, [], rounds).select(
         *_KEY, "kind", "kinds", "nodes", "start", "end", "last_seen", "duration_ms",
         "rounds", "open")
 
 
-def _close(grouped: DataFrame, nxt: DataFrame, last: DataFrame) -> DataFrame:
-    ended = (grouped.withColumn("end_idx", F.col("last_idx") + 1)
-             .join(F.broadcast(nxt), "end_idx", "left")
-             .join(F.broadcast(last), "last_idx"))
-    upto = F.coalesce(F.col("end"), F.col("last_seen"))
-    return (ended.withColumn("open", F.col("end").isNull())
-            .withColumn("duration_ms", upto - F.col("start")))
-
-
 def _node_runs(flags: DataFrame, status: DataFrame, rounds: DataFrame) -> DataFrame:
-    """Runs of consecutive flagged rounds per node, timed on the node's own ``taken_at``.
+    """Maximal runs of consecutive flagged rounds per node, timed on the node's ``taken_at``.
 
-    ``flags`` is (node, round, cause). ``start`` is the node's time in the
-    first flagged round (for an unanswered request: when it was sent), ``end``
-    its snapshot time in the first round after the run, so a pause is measured
-    to within one collection interval.
+    ``flags`` is (node, round, cause), possibly several causes per node and round;
+    they are folded into one row per node and round first. ``start`` is the node's
+    time in the first flagged round (for an unanswered request: when it was sent),
+    ``end`` its snapshot time in the first round after the run, so a pause is
+    measured to within one collection interval.
     """
-    timed = flags.join(status.select("node", "round", "taken_at"), ["node", "round"])
-    runs, _, last = _islands(timed, ["node"], rounds)
-    grouped = (runs.groupBy("node", "run")
+    per_round = (flags.groupBy("node", "round").agg(F.collect_set("cause").alias("causes"))
+                 .join(status.select("node", "round", "taken_at"), ["node", "round"]))
+    grouped = (_islands(per_round, ["node"], rounds).groupBy("node", "run")
                .agg(F.min("taken_at").alias("start"),
                     F.max("idx").alias("last_idx"),
-                    F.count_distinct("round").alias("rounds"),
-                    F.array_sort(F.collect_set("cause")).alias("causes")))
-    back = (status.join(F.broadcast(rounds.select("round", "idx")), "round")
+                    F.count("*").alias("rounds"),
+                    F.array_sort(F.array_distinct(F.flatten(F.collect_list("causes"))))
+                    .alias("causes")))
+    ends = (status.join(F.broadcast(rounds.select("round", "idx")), "round")
             .select("node", F.col("idx").alias("end_idx"), F.col("taken_at").alias("end")))
-    ended = (grouped.withColumn("end_idx", F.col("last_idx") + 1)
-             .join(back, ["node", "end_idx"], "left")
-             .join(F.broadcast(last), "last_idx"))
-    upto = F.coalesce(F.col("end"), F.col("last_seen"))
-    return (ended.withColumn("open", F.col("end").isNull())
-            .withColumn("duration_ms", upto - F.col("start"))
-            .select("node", "start", "end", "last_seen", "duration_ms", "rounds", "open",
-                    "causes"))
+    return _close(grouped, ends, ["node"], rounds).select(
+        "node", "start", "end", "last_seen", "duration_ms", "rounds", "open", "causes")
+
+
+def _down_flags(status: DataFrame) -> DataFrame:
+    return (status.filter(~F.col("available"))
+            .select("node", "round", F.lit("unavailable").alias("cause")))
 
 
 def unavailability_intervals(status: DataFrame, rounds: DataFrame) -> DataFrame:
-    """Per node, runs of rounds in which it did not answer: (node, start, end, …, open)."""
-    flags = (status.filter(~F.col("available"))
-             .select("node", "round", F.lit("unavailable").alias("cause")))
-    return _node_runs(flags, status, rounds).drop("causes")
+    """Per node, maximal runs of rounds in which it did not answer: (node, start, end, …, open)."""
+    return _node_runs(_down_flags(status), status, rounds).drop("causes")
 
 
 def node_intervals(kr: DataFrame, status: DataFrame, rounds: DataFrame) -> DataFrame:
-    """Per node, runs of rounds in which it was unavailable or involved in a divergence.
+    """Per node, maximal runs of rounds in which it was unavailable or involved in a divergence.
 
     (node, start, end, last_seen, duration_ms, rounds, open, causes): causes is
     the set of ``unavailable`` / ``missing`` / ``extra`` / ``different`` seen in the run.
     """
-    down = (status.filter(~F.col("available"))
-            .select("node", "round", F.lit("unavailable").alias("cause")))
     involved = (kr.filter(F.col("status") != "agree")
                 .select(F.explode("involved").alias("node"), "round",
-                        F.col("status").alias("cause"))
-                .distinct())
-    return _node_runs(down.unionByName(involved), status, rounds)
+                        F.col("status").alias("cause")))
+    return _node_runs(_down_flags(status).unionByName(involved), status, rounds)
 
 
 def timeline(kr: DataFrame, rounds: DataFrame) -> DataFrame:

@@ -14,6 +14,7 @@ from cluster.audit.cli import EXIT_FAILS, EXIT_HOLDS
 from cluster.audit.inputs import ROW_SCHEMA, BadInput
 from cluster.audit.job import analyse
 from cluster.audit.rows import BoundInputs, Manifest, NodeRef, rows_file_name, status_row
+from cluster.audit.session import DRIVER_MEMORY_ENV, session_conf
 from cluster.audit.verdict import decide
 from cluster.cli import main
 
@@ -153,6 +154,49 @@ def test_node_intervals_combine_unavailability_and_divergence(spark: SparkSessio
         ("n3", t(3) + 2, t(4) + 2, 1000, 1, False, ["different"]),
         ("n3", t(5) + 2, t(6) + 2, 1000, 1, False, ["missing"]),
     ]
+
+
+FOUR = ("n1", "n2", "n3", "n4")
+
+
+def _long_divergence() -> list[Round]:
+    """n4 down in rounds 3..7; n1 differs on K and lacks M in rounds 3..7 (two causes a round)."""
+    rounds = [same({("topic", "K"): "k", ("kv", "M"): "m"}, FOUR) for _ in range(10)]
+    for r in range(3, 8):
+        rounds[r]["n4"] = None
+        rounds[r]["n1"] = {("topic", "K"): "k2"}
+    return rounds
+
+
+def test_long_divergences_give_one_maximal_interval_each(spark: SparkSession) -> None:
+    out = analysed(spark, _long_divergence())
+    nodes = spark_job.node_intervals(out["kr"], out["status"], out["rounds"]).orderBy("node")
+    assert [(r["node"], r["start"], r["end"], r["last_seen"], r["duration_ms"], r["rounds"],
+             r["open"], r["causes"]) for r in nodes.collect()] == [
+        ("n1", t(3), t(8), t(7), 5000, 5, False, ["different", "missing"]),
+        ("n4", t(3) + 3, t(8) + 3, t(7), 5000, 5, False, ["unavailable"]),
+    ]
+    keys = out["intervals"].orderBy("key")
+    assert [(r["key"], r["kind"], r["kinds"], r["nodes"], r["start"], r["end"], r["duration_ms"],
+             r["rounds"], r["open"]) for r in keys.collect()] == [
+        ("K", "different", ["different"], ["n1"], t(3), t(8), 5000, 5, False),
+        ("M", "missing", ["missing"], ["n1"], t(3), t(8), 5000, 5, False),
+    ]
+    down = spark_job.unavailability_intervals(out["status"], out["rounds"]).collect()
+    assert [(r["node"], r["start"], r["end"], r["rounds"]) for r in down] == [
+        ("n4", t(3) + 3, t(8) + 3, 5)]
+
+
+def test_a_node_changing_causes_stays_in_one_interval(spark: SparkSession) -> None:
+    rounds = _long_divergence()
+    for r in (4, 6):
+        rounds[r]["n1"] = {("topic", "K"): "k2", ("kv", "M"): "m"}
+    rounds[8]["n1"] = None
+    out = analysed(spark, rounds)
+    got = spark_job.node_intervals(out["kr"], out["status"], out["rounds"])
+    n1 = [r.asDict() for r in got.collect() if r["node"] == "n1"]
+    assert [(r["start"], r["end"], r["duration_ms"], r["rounds"], r["causes"]) for r in n1] == [
+        (t(3), t(9), 6000, 6, ["different", "missing", "unavailable"])]
 
 
 def test_round_summary_counts_and_missing_nodes(spark: SparkSession) -> None:
@@ -308,7 +352,8 @@ def test_cli_exit_codes_and_report_files(spark: SparkSession, tmp_path: Path,
     rows = healthy() + [{"node": "n1", "round": 3, "taken_at": t(3), "available": True,
                          "table": "kv", "key": "orphan", "digest": "o", "value": '"o"'}]
     bad = write_collection(tmp_path / "bad", rows)
-    assert main(["audit", "run", str(bad), "--report-dir", str(tmp_path / "r")]) == EXIT_FAILS
+    assert main(["audit", "run", str(bad), "--report-dir", str(tmp_path / "r"),
+                 "--driver-memory", "768m"]) == EXIT_FAILS
     assert "never converged" in capsys.readouterr().out
     assert (tmp_path / "r" / "audit-report.html").is_file()
 
@@ -325,3 +370,14 @@ def test_html_escapes_keys_and_node_names(spark: SparkSession, tmp_path: Path) -
     doc = report.to_document(res)
     assert doc["never_converged"][0]["key"] == "<script>x</script>"
     assert doc["node_intervals"][0]["node"] == "n3"
+
+
+def test_driver_heap_is_bounded_and_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DRIVER_MEMORY_ENV, raising=False)
+    conf = session_conf("local[2]", "t")
+    assert conf.get("spark.driver.memory") == "512m"
+    assert conf.get("spark.sql.shuffle.partitions") == "4"
+    assert "-XX:+UseSerialGC" in (conf.get("spark.driver.extraJavaOptions") or "")
+    monkeypatch.setenv(DRIVER_MEMORY_ENV, "1g")
+    assert session_conf("local[2]", "t").get("spark.driver.memory") == "1g"
+    assert session_conf("local[2]", "t", "768m").get("spark.driver.memory") == "768m"
