@@ -305,22 +305,24 @@ def _expiry_verdict(view: HistoryView, cfg: CheckConfig, w: Window,
 
 def check_crashed_broker_expires(view: HistoryView, cfg: CheckConfig) -> CheckResult:
     """Liveness: a crashed broker disappears from every live node within expiry + scan."""
-    verdicts, skipped = [], 0
-    for w in view.windows:
-        if w.fault != "broker_crash":
-            continue
-        for node in view.nodes:
-            v = _expiry_verdict(view, cfg, w, node)
-            skipped += v is None
-            if v is not None:
-                verdicts.append(v)
-    bad = [v for v in verdicts if not v["ok"]]
-    if not verdicts:
-        return CheckResult("crashed_broker_expires", "liveness", True,
-                           f"no conclusive broker crash ({skipped} skipped)", [], skipped=True)
-    return _result("crashed_broker_expires", "liveness", bad,
-                   f"{len(verdicts)} (crash, node) pairs expired in time ({skipped} skipped)",
-                   f"{len(bad)} of {len(verdicts)} (crash, node) pairs did not expire in time")
+    verdicts = [_expiry_verdict(view, cfg, w, node) for w in view.windows
+                if w.fault == "broker_crash" for node in view.nodes]
+    return _tally("crashed_broker_expires", verdicts, "broker crash",
+                  "(crash, node) pairs expired in time",
+                  "(crash, node) pairs did not expire in time")
+
+
+def _tally(name: str, verdicts: list[dict[str, Any] | None], what: str, ok_text: str,
+           bad_text: str) -> CheckResult:
+    """A liveness result from per-case verdicts; None marks an inconclusive (skipped) case."""
+    done = [v for v in verdicts if v is not None]
+    skipped = len(verdicts) - len(done)
+    if not done:
+        return CheckResult(name, "liveness", True, f"no conclusive {what} ({skipped} skipped)",
+                           [], skipped=True)
+    bad = [v for v in done if not v["ok"]]
+    return _result(name, "liveness", bad, f"{len(done)} {ok_text} ({skipped} skipped)",
+                   f"{len(bad)} of {len(done)} {bad_text}")
 
 
 def _expected_brokers(view: HistoryView, start: float, end: float) -> set[str]:
@@ -344,21 +346,9 @@ def _recovery_verdict(view: HistoryView, cfg: CheckConfig, w: Window) -> dict[st
 
 def check_node_recovers(view: HistoryView, cfg: CheckConfig) -> CheckResult:
     """Liveness: a node back from a fault has every live broker within one heartbeat."""
-    verdicts, skipped = [], 0
-    for w in view.windows:
-        if w.fault not in NODE_FAULTS:
-            continue
-        v = _recovery_verdict(view, cfg, w)
-        skipped += v is None
-        if v is not None:
-            verdicts.append(v)
-    bad = [v for v in verdicts if not v["ok"]]
-    if not verdicts:
-        return CheckResult("node_recovers", "liveness", True,
-                           f"no conclusive node recovery ({skipped} skipped)", [], skipped=True)
-    return _result("node_recovers", "liveness", bad,
-                   f"{len(verdicts)} node recoveries complete in time ({skipped} skipped)",
-                   f"{len(bad)} of {len(verdicts)} recoveries incomplete by the deadline")
+    verdicts = [_recovery_verdict(view, cfg, w) for w in view.windows if w.fault in NODE_FAULTS]
+    return _tally("node_recovers", verdicts, "node recovery",
+                  "node recoveries complete in time", "recoveries incomplete by the deadline")
 
 
 def check_converged_after_heal(view: HistoryView, cfg: CheckConfig) -> CheckResult:
