@@ -2,9 +2,10 @@
 
 Functions take a `state.store.Txn` (read or write, opened by the caller, so one
 request sees one consistent view) and `now` in milliseconds where time matters.
-The three housekeeping entry points at the end (`on_channel_destroy`,
-`cleanup_channel_prefix`, `scan_not_active`) take the Store and open a write
-transaction only when a read shows there is something to remove.
+Read-only queries are in `state.queries`. The three housekeeping entry points at
+the end (`on_channel_destroy`, `cleanup_channel_prefix`, `scan_not_active`) take
+the Store and open a write transaction only when a read shows there is
+something to remove.
 
 Stored shapes: topic → {brokerName: QueueData}; broker → BrokerData with
 `brokerAddrs` keyed by the id as a decimal string; cluster → [brokerName];
@@ -37,13 +38,10 @@ from typing import Any
 import orjson
 
 from cluster.protocol.bodies import QueueFields, queue_fields
-from state.javaorder import hashmap_order
 from state.store import APPLIED, APPLIED_QUEUES, Store, Txn, dumps
 
 PERM_WRITE = 2
 PERM_READ = 4
-FLAG_UNIT = 1
-FLAG_UNIT_SUB = 2
 MASTER_ID = "0"
 # Decoded APPLIED_QUEUES values kept by this process: brokerName → (stored text, fields).
 _APPLIED_MEMO: dict[str, tuple[bytes, dict[str, QueueFields]]] = {}
@@ -416,104 +414,6 @@ def broker_heartbeat(t: Txn, addr: str, now: int) -> bool:
     live["lastUpdateTimestamp"] = now
     t.put("live", addr, live)
     return True
-
-
-# ---------------------------------------------------------------- queries
-
-def pickup_topic_route_data(t: Txn, topic: str, memo: dict[str, Any] | None = None
-                            ) -> dict[str, Any] | None:
-    """TopicRouteData of `topic` (without orderTopicConf), or None when it has no live broker.
-
-    `memo` (broker name → entry) may carry broker entries between calls of the
-    same store generation; the returned BrokerData objects are then shared.
-    """
-    qmap = t.get("topic", topic)
-    if not qmap:
-        return None
-    memo = {} if memo is None else memo
-    broker_datas = []
-    filters: dict[str, list[str]] = {}
-    for name in qmap:
-        entry = memo.get(name)
-        if entry is None:
-            entry = memo[name] = _broker_entry(t, name)
-        if entry:
-            broker_datas.append(entry[0])
-            filters.update(entry[1])
-    if not broker_datas:
-        return None
-    return {"brokerDatas": broker_datas, "filterServerTable": filters,
-            "orderTopicConf": None, "queueDatas": list(qmap.values())}
-
-
-def _broker_entry(t: Txn, name: str) -> tuple[dict[str, Any], dict[str, list[str]]] | tuple[()]:
-    """(public BrokerData, filter servers of its addresses), or () for an unknown broker."""
-    bd = t.get("broker", name)
-    if bd is None:
-        return ()
-    filters = {}
-    for addr in bd["brokerAddrs"].values():
-        fs = t.get("filter", addr)
-        if fs:
-            filters[addr] = fs
-    return public_broker_data(bd), filters
-
-
-def cluster_info(t: Txn) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """(brokerAddrTable, clusterAddrTable) in Java HashMap order."""
-    brokers = dict(t.items("broker"))
-    clusters = dict(t.items("cluster"))
-    bat = {n: public_broker_data(brokers[n]) for n in hashmap_order(brokers)}
-    cat = {c: hashmap_order(clusters[c]) for c in hashmap_order(clusters)}
-    return bat, cat
-
-
-def all_topics(t: Txn) -> list[str]:
-    return hashmap_order(t.keys("topic"))
-
-
-def topics_by_cluster(t: Txn, cluster: str) -> list[str]:
-    names = set(t.get("cluster", cluster) or ())
-    if not names:
-        return []
-    return hashmap_order(topic for topic, qmap in t.items("topic") if names.intersection(qmap))
-
-
-def system_topics(t: Txn) -> tuple[list[str], str | None]:
-    """Every cluster name and broker name, plus the first address of the first broker."""
-    brokers = dict(t.items("broker"))
-    names = set(brokers)
-    for cluster, members in t.items("cluster"):
-        names.add(cluster)
-        names.update(members)
-    first_addr = None
-    for name in hashmap_order(brokers):
-        addrs = public_broker_data(brokers[name])["brokerAddrs"]
-        if addrs:
-            first_addr = next(iter(addrs.values()))
-            break
-    return hashmap_order(names), first_addr
-
-
-def _unit_filter(code: int) -> Any:
-    if code == 311:
-        return lambda f: bool(f & FLAG_UNIT)
-    if code == 312:
-        return lambda f: bool(f & FLAG_UNIT_SUB)
-    return lambda f: bool(f & FLAG_UNIT_SUB) and not f & FLAG_UNIT
-
-
-def unit_topics(t: Txn, code: int) -> list[str]:
-    """Codes 311/312/313: topics whose first QueueData has the matching topicSysFlag."""
-    keep = _unit_filter(code)
-    out = [topic for topic, qmap in t.items("topic")
-           if qmap and keep(next(iter(qmap.values()))["topicSysFlag"])]
-    return hashmap_order(out)
-
-
-def broker_member_group(t: Txn, name: str) -> dict[int, str]:
-    bd = t.get("broker", name)
-    return public_broker_data(bd)["brokerAddrs"] if bd else {}
 
 
 # ---------------------------------------------------------------- admin writes

@@ -19,7 +19,7 @@ from cluster.protocol.codes import V4_9_4, RequestCode, ResponseCode
 from cluster.protocol.command import RemotingCommand, response_to
 from cluster.protocol.lenient import loads_lenient
 from cluster.protocol.properties import PropertiesError, parse_properties
-from state import kvconfig, nsconfig, route
+from state import kvconfig, nsconfig, queries, route
 from state.snapshot import take_snapshot
 from worker.context import NodeContext
 
@@ -215,7 +215,7 @@ def _route_body(ctx: NodeContext, t: Any, topic: str, standard: bool) -> bytes |
     key = (topic, standard, order)
     body = ctx.route_cache.get(t.generation(), key)
     if body is None:
-        data = route.pickup_topic_route_data(t, topic, ctx.route_cache.brokers)
+        data = queries.pickup_topic_route_data(t, topic, ctx.route_cache.brokers)
         if data is None:
             return None
         data["orderTopicConf"] = order
@@ -240,7 +240,7 @@ def get_routeinfo_by_topic(ctx: NodeContext, cmd: RemotingCommand, channel: str,
 def get_broker_cluster_info(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                             ) -> RemotingCommand:
     with ctx.store.read() as t:
-        brokers, clusters = route.cluster_info(t)
+        brokers, clusters = queries.cluster_info(t)
     return _ok(cmd, body=bodies.encode_cluster_info(brokers, clusters))
 
 
@@ -248,7 +248,7 @@ def get_broker_member_group(ctx: NodeContext, cmd: RemotingCommand, channel: str
                             ) -> RemotingCommand:
     cluster, name = cmd.field("clusterName"), cmd.field("brokerName")
     with ctx.store.read() as t:
-        addrs = route.broker_member_group(t, name) if name is not None else {}
+        addrs = queries.broker_member_group(t, name) if name is not None else {}
     return _ok(cmd, body=bodies.encode_broker_member_group(cluster, name, addrs))
 
 
@@ -263,7 +263,7 @@ def get_all_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, pee
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableAllTopicList"):
             return _disabled(cmd)
-        topics = route.all_topics(t)
+        topics = queries.all_topics(t)
     return _ok(cmd, body=bodies.encode_topic_list(topics))
 
 
@@ -273,14 +273,14 @@ def get_topics_by_cluster(ctx: NodeContext, cmd: RemotingCommand, channel: str, 
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableTopicList"):
             return _disabled(cmd)
-        topics = route.topics_by_cluster(t, cluster) if cluster is not None else []
+        topics = queries.topics_by_cluster(t, cluster) if cluster is not None else []
     return _ok(cmd, body=bodies.encode_topic_list(topics))
 
 
 def get_system_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                           ) -> RemotingCommand:
     with ctx.store.read() as t:
-        topics, addr = route.system_topics(t)
+        topics, addr = queries.system_topics(t)
     return _ok(cmd, body=bodies.encode_topic_list(topics, addr))
 
 
@@ -289,7 +289,7 @@ def get_unit_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, pe
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableTopicList"):
             return _disabled(cmd)
-        topics = route.unit_topics(t, cmd.code)
+        topics = queries.unit_topics(t, cmd.code)
     return _ok(cmd, body=bodies.encode_topic_list(topics))
 
 

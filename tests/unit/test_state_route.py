@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from state import route
+from state import queries, route
 from state.store import Store
 
 DV1 = {"counter": 1, "timestamp": 1000}
@@ -37,7 +37,7 @@ def reg(store: Store, name: str, addr: str, bid: int = 0, topics: dict[str, Any]
 
 def pick(store: Store, topic: str) -> dict[str, Any] | None:
     with store.read() as t:
-        return route.pickup_topic_route_data(t, topic)
+        return queries.pickup_topic_route_data(t, topic)
 
 
 def addrs_of(store: Store, topic: str) -> dict[int, str]:
@@ -99,7 +99,7 @@ def test_unregister_last_member_removes_name_cluster_and_topics(store: Store) ->
     reg(store, "b", "b:1", 0, {"T": tc("T")}, channel="0.1.2")
     with store.write() as t:
         route.unregister_broker(t, C, "a:1", "a", 0)
-        assert route.cluster_info(t)[1] == {C: ["b"]}
+        assert queries.cluster_info(t)[1] == {C: ["b"]}
         assert t.get("topic", "A") is None and list(t.get("topic", "T")) == ["b"]
         assert t.get("live", "a:1") is None and t.get("channel", "0.1.1") is None
 
@@ -125,15 +125,15 @@ def _static_setup(store: Store) -> None:
 def test_static_register(store: Store) -> None:
     _static_setup(store)
     with store.read() as t:
-        brokers, clusters = route.cluster_info(t)
+        brokers, clusters = queries.cluster_info(t)
         assert sorted(clusters[C]) == ["name0", "name1", "name2"]
         assert len(brokers["name1"]["brokerAddrs"]) == 3
-        assert sorted(route.all_topics(t)) == sorted(f"t{i}" for i in range(10))
-        assert sorted(route.topics_by_cluster(t, C)) == sorted(f"t{i}" for i in range(10))
-        assert route.topics_by_cluster(t, "nope") == []
-        names, addr = route.system_topics(t)
+        assert sorted(queries.all_topics(t)) == sorted(f"t{i}" for i in range(10))
+        assert sorted(queries.topics_by_cluster(t, C)) == sorted(f"t{i}" for i in range(10))
+        assert queries.topics_by_cluster(t, "nope") == []
+        names, addr = queries.system_topics(t)
         assert sorted(names) == sorted([C, "name0", "name1", "name2"]) and addr is not None
-        data = route.pickup_topic_route_data(t, "t3")
+        data = queries.pickup_topic_route_data(t, "t3")
     assert data is not None and len(data["brokerDatas"]) == 3
     assert all(q == route.queue_data(q["brokerName"], tc("t3")) for q in data["queueDatas"])
     with store.write() as t:
@@ -167,9 +167,9 @@ def test_unit_topic_lists(store: Store) -> None:
     reg(store, "b", "m:1", 0, {"U": tc("U", sysflag=1), "S": tc("S", sysflag=2),
                                "US": tc("US", sysflag=3), "N": tc("N")})
     with store.read() as t:
-        assert sorted(route.unit_topics(t, 311)) == ["U", "US"]
-        assert sorted(route.unit_topics(t, 312)) == ["S", "US"]
-        assert route.unit_topics(t, 313) == ["S"]
+        assert sorted(queries.unit_topics(t, 311)) == ["U", "US"]
+        assert sorted(queries.unit_topics(t, 312)) == ["S", "US"]
+        assert queries.unit_topics(t, 313) == ["S"]
 
 
 def test_filter_servers(store: Store) -> None:
@@ -263,8 +263,8 @@ def test_broker_member_group(store: Store) -> None:
     reg(store, "a", "a:1", 0)
     reg(store, "a", "a:2", 1, channel="0.1.2")
     with store.read() as t:
-        assert route.broker_member_group(t, "a") == {0: "a:1", 1: "a:2"}
-        assert route.broker_member_group(t, "zz") == {}
+        assert queries.broker_member_group(t, "a") == {0: "a:1", 1: "a:2"}
+        assert queries.broker_member_group(t, "zz") == {}
 
 
 def test_generation_moves_only_on_route_changes(store: Store) -> None:
