@@ -51,6 +51,7 @@ class BusinessWorker:
 
         self.cfg = cfg
         self.ident = f"b{cfg.index}-{os.getpid()}".encode()
+        self.pid = str(os.getpid()).encode()
         self.store = Store.open(Path(cfg.store_path))
         self.ctx = NodeContext.build(self.store, cfg)
         self.sockets = [self._dealer(zctx, i) for i in range(cfg.io_workers)]
@@ -73,7 +74,7 @@ class BusinessWorker:
 
     def hello(self) -> None:
         for sock in self.sockets:
-            self._send(sock, [wire.HELLO, self.lane])
+            self._send(sock, [wire.HELLO, self.lane, self.pid])
         self.next_hello = time.monotonic() + wire.HEARTBEAT_S
 
     def _hello_if_due(self) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from worker.wire import LANE_ALL, LANE_READ
@@ -45,18 +46,29 @@ class Peer:
     ident: bytes
     last_seen: float
     lane: bytes = LANE_ALL
+    pid: int = 0  # 0 until its hello names it
     alive: bool = True
+    exited: bool = False  # its process is gone: anything still queued from it is ignored
     stale: int = 0
     others: int = 0  # default-lane requests in flight
     inflight: deque[tuple[bytes, bytes, bool]] = field(default_factory=deque)
 
 
 class Dispatcher:
-    def __init__(self, window: int, max_pending: int, dead_after: float,
-                 forget_after: float) -> None:
+    """Queues, credit and liveness of the business workers one I/O worker talks to.
+
+    A silent worker is failed (its in-flight requests handed back to be answered)
+    only when it is not merely slow: its process is stopped for ``stopped_after``
+    seconds, or it has been silent for ``hung_after`` seconds while running. A
+    worker whose process exited is dropped at once by the caller (``drop``).
+    """
+
+    def __init__(self, window: int, max_pending: int, stopped_after: float,
+                 hung_after: float, forget_after: float) -> None:
         self.window = window
         self.max_pending = max_pending
-        self.dead_after = dead_after
+        self.stopped_after = stopped_after
+        self.hung_after = hung_after
         self.forget_after = forget_after
         self.reads: deque[Item] = deque()
         self.others: deque[Item] = deque()
@@ -78,16 +90,24 @@ class Dispatcher:
 
     # -- peers -------------------------------------------------------------
 
-    def seen(self, ident: bytes, now: float, lane: bytes | None = None) -> tuple[Peer, bool]:
-        """Record a message from a worker; returns (peer, came back after being failed)."""
+    def seen(self, ident: bytes, now: float, lane: bytes | None = None,
+             pid: int = 0) -> tuple[Peer | None, bool]:
+        """Record a message from a worker; returns (peer, came back after being failed).
+
+        The peer is None for a worker whose process exited: its message is ignored.
+        """
         peer = self.peers.get(ident)
         if peer is None:
             peer = self.peers[ident] = Peer(ident, now)
+        elif peer.exited:
+            return None, False
         back = not peer.alive
         peer.alive = True
         peer.last_seen = now
         if lane in (LANE_ALL, LANE_READ):
             peer.lane = lane
+        if pid > 0:
+            peer.pid = pid
         return peer, back
 
     def fail(self, peer: Peer) -> list[Item]:
@@ -101,19 +121,33 @@ class Dispatcher:
         peer.others = 0
         return lost
 
-    def expire(self, now: float) -> tuple[list[Peer], list[Peer]]:
-        """(workers silent too long, workers to greet); forgets long-dead ones."""
-        silent, alive = [], []
+    def drop(self, peer: Peer, now: float) -> list[Item]:
+        """The worker's process exited: fail it for good; returns its in-flight requests."""
+        lost = self.fail(peer)
+        peer.exited = True
+        peer.last_seen = now  # forgotten ``forget_after`` from now
+        return lost
+
+    def expire(self, now: float,
+               stopped: Callable[[int], bool]) -> tuple[list[Peer], list[Peer]]:
+        """(workers to fail, workers to greet); forgets long-failed ones.
+
+        ``stopped(pid)`` tells whether a worker's process is stopped or gone; it is
+        asked only about workers silent for longer than ``stopped_after``.
+        """
+        fail, greet = [], []
         for peer in list(self.peers.values()):
             quiet = now - peer.last_seen
             if quiet > self.forget_after:
                 del self.peers[peer.ident]
-            elif quiet > self.dead_after:
-                if peer.alive:
-                    silent.append(peer)
+            elif not peer.alive:
+                continue
+            elif quiet > self.hung_after or (
+                    quiet > self.stopped_after and (peer.pid <= 0 or stopped(peer.pid))):
+                fail.append(peer)
             else:
-                alive.append(peer)
-        return silent, alive
+                greet.append(peer)
+        return fail, greet
 
     def completed(self, peer: Peer) -> bool:
         """One reply arrived from ``peer``; False when it answers an already-failed request."""

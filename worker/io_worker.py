@@ -5,6 +5,12 @@ batches complete frames to business workers over a ZeroMQ ROUTER socket with a
 credit window per worker, writes replies back, and turns closed connections into
 channel-destroyed events. Requests are never dropped silently: an overflowing
 queue answers SYSTEM_BUSY, a lost business worker answers SYSTEM_ERROR.
+
+The router's ``ZMQ_FD`` is edge-triggered: any send or receive may consume the
+notification of messages that already arrived. So every send is followed by a
+read of whatever is pending (``_schedule_read``), and the heartbeat tick drains
+the socket before it judges any worker silent. A business worker's exit is seen
+through its pidfd, not through its silence.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from cluster.protocol.command import response_to
 from cluster.protocol.frame import FrameError, FrameReader, decode_command, encode_command
 from worker import wire
 from worker.dispatch import Dispatcher, Peer
-from worker.procs import announce_ready, io_endpoint, start_worker_process
+from worker.procs import announce_ready, io_endpoint, start_worker_process, stopped_or_gone
 
 log = logging.getLogger("pynamesrv.io")
 
@@ -114,10 +120,13 @@ class Hub:
         self.router = router
         self.conns: dict[bytes, Connection] = {}
         self.events: deque[tuple[bytes, bytes]] = deque()
-        self.lanes = Dispatcher(cfg.window, cfg.max_pending, wire.PEER_DEAD_S, FORGET_PEER_S)
+        self.lanes = Dispatcher(cfg.window, cfg.max_pending, wire.PEER_STOPPED_S,
+                                wire.PEER_HUNG_S, FORGET_PEER_S)
+        self.pidfds: dict[bytes, int] = {}
         self.closing = False
         self._seq = 0
         self._flush_scheduled = False
+        self._read_scheduled = False
         self._prefix = f"{cfg.index}.{os.getpid()}.".encode()
 
     def now(self) -> float:
@@ -172,47 +181,83 @@ class Hub:
             self._flush_scheduled = True
             self.loop.call_soon(self.flush)
 
-    def flush(self) -> None:
-        self._flush_scheduled = False
-        sent = False
-        for peer, batch in self.lanes.batches():
-            sent |= self._send(peer, [peer.ident, wire.REQUESTS, wire.pack_pairs(batch)])
-        sent |= self._send_events()
-        if sent:
+    def _schedule_read(self) -> None:
+        if not self._read_scheduled:
+            self._read_scheduled = True
             self.loop.call_soon(self.on_router_readable)
 
-    def _send_events(self) -> bool:
-        sent = False
+    def flush(self) -> None:
+        self._flush_scheduled = False
+        for peer, batch in self.lanes.batches():
+            self._send(peer, [peer.ident, wire.REQUESTS, wire.pack_pairs(batch)])
+        self._send_events()
+
+    def _send_events(self) -> None:
         while self.events:
             peer = next((p for p in self.lanes.peers.values() if p.alive), None)
             if peer is None:
                 break
             conn_id, name = self.events[0]
-            if not self._send(peer, [peer.ident, wire.EVENT, conn_id, name]):
-                continue
-            self.events.popleft()
-            sent = True
-        return sent
+            if self._send(peer, [peer.ident, wire.EVENT, conn_id, name]):
+                self.events.popleft()
 
     def _send(self, peer: Peer, parts: list[bytes]) -> bool:
         try:
             self.router.send_multipart(parts, flags=wire.NOBLOCK)
-            return True
         except zmq.ZMQError as exc:
             log.warning("event=peer_unreachable peer=%s error=%r", peer.ident.decode(), str(exc))
             self.fail_peer(peer)
             return False
+        finally:
+            self._schedule_read()  # the send may have consumed the FD's read notification
+        return True
 
     def fail_peer(self, peer: Peer) -> None:
         lost = self.lanes.fail(peer)
         log.warning("event=business_worker_lost peer=%s inflight=%d", peer.ident.decode(),
                     len(lost))
+        self._answer_lost(lost)
+
+    def _answer_lost(self, lost: list[tuple[bytes, bytes]]) -> None:
         for conn_id, frame in lost:
             self.answer_error(conn_id, frame, ResponseCode.SYSTEM_ERROR, LOST_REMARK)
+
+    # -- business worker processes -------------------------------------------
+
+    def _watch(self, peer: Peer) -> None:
+        """Follow the worker's process through a pidfd: its exit is known at once."""
+        try:
+            fd = os.pidfd_open(peer.pid)
+        except OSError:  # already gone
+            self.loop.call_soon(self._peer_exited, peer.ident)
+            return
+        self.pidfds[peer.ident] = fd
+        self.loop.add_reader(fd, self._peer_exited, peer.ident)
+
+    def _peer_exited(self, ident: bytes) -> None:
+        fd = self.pidfds.pop(ident, None)
+        if fd is not None:
+            self.loop.remove_reader(fd)
+            os.close(fd)
+        self.on_router_readable()  # replies it sent before exiting are still answers
+        peer = self.lanes.peers.get(ident)
+        if peer is None or peer.exited:
+            return
+        lost = self.lanes.drop(peer, self.now())
+        log.warning("event=business_worker_exited peer=%s inflight=%d", ident.decode(), len(lost))
+        self._answer_lost(lost)
+        self._schedule_flush()
+
+    def unwatch_all(self) -> None:
+        for ident in list(self.pidfds):
+            fd = self.pidfds.pop(ident)
+            self.loop.remove_reader(fd)
+            os.close(fd)
 
     # -- replies -----------------------------------------------------------
 
     def on_router_readable(self) -> None:
+        self._read_scheduled = False
         router = self.router
         try:
             while router.getsockopt(wire.EVENTS) & wire.POLLIN:
@@ -228,11 +273,18 @@ class Hub:
         if len(msg) < 2:
             return
         kind = msg[1]
-        lane = msg[2] if kind == wire.HELLO and len(msg) > 2 else None
-        peer, back = self.lanes.seen(msg[0], self.now(), lane)
+        lane, pid = None, 0
+        if kind == wire.HELLO and len(msg) == 4:
+            lane = msg[2]
+            pid = int(msg[3]) if msg[3].isdigit() else 0
+        peer, back = self.lanes.seen(msg[0], self.now(), lane, pid)
+        if peer is None:
+            return
         if back:
             log.warning("event=business_worker_back peer=%s stale=%d", peer.ident.decode(),
                         peer.stale)
+        if peer.pid and peer.ident not in self.pidfds and not self.closing:
+            self._watch(peer)
         if kind == wire.REPLIES and len(msg) == 3:
             self._on_replies(peer, wire.unpack_pairs(msg[2]))
 
@@ -255,7 +307,8 @@ class Hub:
     # -- timers ------------------------------------------------------------
 
     def tick(self) -> None:
-        silent, alive = self.lanes.expire(self.now())
+        self.on_router_readable()  # judge silence on what the workers sent, not on what was read
+        silent, alive = self.lanes.expire(self.now(), stopped_or_gone)
         for peer in silent:
             self.fail_peer(peer)
         for peer in alive:
@@ -310,6 +363,7 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
     for conn in list(hub.conns.values()):
         conn.close()
     loop.remove_reader(router.getsockopt(zmq.FD))
+    hub.unwatch_all()
     router.close(0)
 
 

@@ -67,6 +67,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def stopped_or_gone(pid: int) -> bool:
+    """True when process ``pid`` is stopped (SIGSTOP, tracing stop), a zombie, or gone.
+
+    A running, sleeping or CPU-starved process is none of these: it is slow, not lost.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return True
+    end = stat.rfind(b")")  # the command name may itself contain ") "
+    return stat[end + 2 : end + 3] in (b"T", b"t", b"Z", b"X")
+
+
 def io_endpoint(run: Path, index: int) -> str:
     return f"ipc://{run}/io-{index}.ipc"
 

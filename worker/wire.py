@@ -9,7 +9,7 @@ import struct
 
 import zmq
 
-HELLO = b"H"      # heartbeat / hello, both directions; business -> I/O adds its lane
+HELLO = b"H"      # heartbeat / hello, both directions; business -> I/O adds its lane and pid
 LANE_ALL = b"all"    # serves every request
 LANE_READ = b"read"  # serves route lookups (code 105) only
 REQUESTS = b"Q"   # I/O -> business: pack_pairs([(conn, frame), ...])
@@ -18,7 +18,12 @@ REPLIES = b"P"    # business -> I/O: pack_pairs([(conn, reply), ...]) (empty rep
 CLOSE = b"\x00"   # a reply that is no frame: the header was malformed, close the connection
 
 HEARTBEAT_S = 0.25
-PEER_DEAD_S = 3.0      # a business worker silent this long is dead (or stopped)
+# A business worker's death is seen at once (pidfd). Silence alone means little: a
+# worker that is busy or starved of CPU is late, not lost. So a silent worker is
+# bypassed only when its process is stopped (SIGSTOP) for this long ...
+PEER_STOPPED_S = 3.0
+# ... or when it has been silent this long while running: hung, not merely slow.
+PEER_HUNG_S = 60.0
 
 
 def ready_message(kind: str, index: int, pid: int) -> bytes:

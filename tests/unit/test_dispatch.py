@@ -15,7 +15,15 @@ def frame(code: int, stype: SerializeType = SerializeType.JSON) -> bytes:
 
 
 def make(window: int = 4, max_pending: int = 100) -> Dispatcher:
-    return Dispatcher(window, max_pending, dead_after=3.0, forget_after=60.0)
+    return Dispatcher(window, max_pending, stopped_after=3.0, hung_after=30.0, forget_after=600.0)
+
+
+def stopped(_pid: int) -> bool:
+    return True
+
+
+def running(_pid: int) -> bool:
+    return False
 
 
 def test_route_reads_are_recognised_in_both_header_types() -> None:
@@ -68,7 +76,7 @@ def test_silent_worker_fails_its_inflight_and_late_replies_are_dropped() -> None
     d.submit(b"c1", frame(105))
     d.submit(b"c2", frame(103))
     d.batches()
-    silent, alive = d.expire(now=3.5)
+    silent, alive = d.expire(now=3.5, stopped=stopped)
     assert silent == [peer] and alive == []
     assert sorted(conn for conn, _ in d.fail(peer)) == [b"c1", b"c2"]
     _, back = d.seen(b"w", 4.0)
@@ -81,5 +89,57 @@ def test_silent_worker_fails_its_inflight_and_late_replies_are_dropped() -> None
 def test_long_dead_workers_are_forgotten() -> None:
     d = make()
     d.seen(b"w", 0.0)
-    d.expire(now=61.0)
+    d.expire(now=601.0, stopped=stopped)
     assert d.peers == {}
+
+
+def test_a_running_worker_is_slow_not_lost_until_it_hangs() -> None:
+    d = make()
+    peer, _ = d.seen(b"w", 0.0, LANE_ALL, pid=42)
+    d.submit(b"c1", frame(103))
+    d.batches()
+    for now in (3.5, 10.0, 29.9):  # busy or starved of CPU: late, but not lost
+        silent, greet = d.expire(now, stopped=running)
+        assert silent == [] and greet == [peer]
+    silent, greet = d.expire(30.1, stopped=running)
+    assert silent == [peer] and greet == []
+
+
+def test_only_silent_workers_are_asked_about_their_process() -> None:
+    d = make()
+    d.seen(b"w", 0.0, LANE_ALL, pid=42)
+    asked: list[int] = []
+
+    def probe(pid: int) -> bool:
+        asked.append(pid)
+        return False
+
+    d.expire(2.9, stopped=probe)
+    assert asked == []
+    d.expire(3.1, stopped=probe)
+    assert asked == [42]
+
+
+def test_a_stopped_worker_is_bypassed_and_comes_back() -> None:
+    d = make()
+    peer, _ = d.seen(b"w", 0.0, LANE_ALL, pid=42)
+    d.submit(b"c1", frame(105))
+    d.batches()
+    assert d.expire(2.0, stopped=stopped) == ([], [peer])
+    assert d.expire(3.5, stopped=stopped) == ([peer], [])
+    assert [conn for conn, _ in d.fail(peer)] == [b"c1"]
+    assert d.expire(4.0, stopped=stopped) == ([], [])  # failed once, not again
+    _, back = d.seen(b"w", 5.0)
+    assert back and not d.completed(peer) and d.idle()
+
+
+def test_an_exited_worker_is_dropped_and_its_late_messages_ignored() -> None:
+    d = make()
+    peer, _ = d.seen(b"w", 0.0, LANE_ALL, pid=42)
+    d.submit(b"c1", frame(103))
+    d.batches()
+    assert [conn for conn, _ in d.drop(peer, now=1.0)] == [b"c1"]
+    assert d.seen(b"w", 1.1) == (None, False)  # a reply queued before it died
+    assert d.submit(b"c2", frame(103)) and d.batches() == []
+    d.expire(1.0 + 601, stopped=running)
+    assert b"w" not in d.peers
