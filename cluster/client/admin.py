@@ -1,0 +1,294 @@
+"""The mqadmin-named admin verbs of ``pynamesrv`` against the nodes of ``-n`` or ``-c``.
+
+Reads (clusterList, topicRoute, topicList, topicClusterList, getKvConfig) ask
+one node, chosen as the Java client chooses. Writes and per-node views
+(wipeWritePerm, addWritePerm, deleteTopic, the KV and config verbs,
+getBrokerMemberGroup, getNamesrvConfig) go to every node and show one result
+per node. Text output follows mqadmin 4.9.8 (``admin_format``); ``--json``
+prints one JSON document. Exit status: 0 on success, 1 when a node failed or
+answered with an error, 2 on bad input (``UserError``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from cluster.client import admin_format as fmt
+from cluster.client import admin_requests as req
+from cluster.client.errors import ClientError
+from cluster.client.fanout import FanoutResult, NodeOutcome
+from cluster.client.nsclient import NameServerClient
+from cluster.client.targets import add_source_args, resolve_args
+from cluster.errors import UserError
+
+Verb = Callable[[NameServerClient, argparse.Namespace], int]
+Lines = Callable[[str, Any], list[str]]
+
+
+# ------------------------------------------------------------------ output
+
+
+def plain(obj: Any) -> Any:
+    """Dataclasses, enums, sets and exceptions as JSON-ready values."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [plain(v) for v in obj]
+    if isinstance(obj, BaseException):
+        return f"{type(obj).__name__}: {obj}"
+    if hasattr(obj, "value") and hasattr(obj, "name") and not isinstance(obj, (int, str)):
+        return obj.value
+    return obj
+
+
+def dump(obj: Any) -> str:
+    return orjson.dumps(plain(obj), option=orjson.OPT_INDENT_2).decode()
+
+
+def outcome_doc(o: NodeOutcome) -> dict[str, Any]:
+    return {"status": o.status.value, "value": o.value,
+            "error": None if o.error is None else str(o.error),
+            "elapsed_ms": round(o.elapsed * 1000, 3)}
+
+
+def emit(lines: list[str]) -> None:
+    for line in lines:
+        print(line)
+
+
+def report(result: FanoutResult, args: argparse.Namespace, ok: Lines,
+           failed: Callable[[str], str] | None = None, done: list[str] | None = None) -> int:
+    """Per-node lines (``ok`` or ``failed``) in the order the nodes were given, then
+    ``done`` when every node succeeded.
+
+    A failed node's error goes to stderr; exit 1 when any node failed.
+    """
+    order = {a: i for i, a in enumerate(args.node_set.addrs)}
+    outcomes = sorted(result.outcomes.items(), key=lambda kv: order.get(kv[0], len(order)))
+    if args.json:
+        print(dump({a: outcome_doc(o) for a, o in outcomes}))
+        return 0 if result.all_ok else 1
+    for addr, outcome in outcomes:
+        if outcome.ok:
+            emit(ok(addr, outcome.value))
+            continue
+        print(failed(addr) if failed else outcome.describe())
+        print(f"pynamesrv: {addr}: {outcome.status.value}: {outcome.error}", file=sys.stderr)
+    if result.all_ok and done:
+        emit(done)
+    return 0 if result.all_ok else 1
+
+
+def text_arg(args: argparse.Namespace, name: str, flag: str) -> str:
+    """An option's value trimmed as mqadmin trims it; an empty one is bad input."""
+    value = str(getattr(args, name)).strip()
+    if not value:
+        raise UserError(f"{flag} must not be empty")
+    return value
+
+
+# ------------------------------------------------------------------- reads
+
+
+def cluster_list(c: NameServerClient, args: argparse.Namespace) -> int:
+    if args.interval is not None and args.interval <= 0:
+        raise UserError("-i must be a positive number of seconds")
+    try:
+        while True:
+            _cluster_list_once(c, args)
+            if args.interval is None:
+                return 0
+            sys.stdout.flush()
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _cluster_list_once(c: NameServerClient, args: argparse.Namespace) -> None:
+    info = plain(c.get_cluster_info())
+    addrs = [row[3] for row in fmt.broker_rows(info)]
+    stats = {} if args.no_broker_stats else req.broker_runtime_stats(c, addrs)
+    if args.json:
+        print(dump({**info, "brokerRuntimeStats": stats}))
+    else:
+        emit(fmt.cluster_list_lines(info, stats, more=args.more))
+
+
+def topic_route(c: NameServerClient, args: argparse.Namespace) -> int:
+    print(dump(c.get_route(text_arg(args, "topic", "-t"))))
+    return 0
+
+
+def topic_list(c: NameServerClient, args: argparse.Namespace) -> int:
+    topics = plain(c.get_all_topics())
+    names = sorted(topics.get("topicList", []) if isinstance(topics, dict) else topics)
+    print(dump(names)) if args.json else emit(names)
+    return 0
+
+
+def topic_cluster_list(c: NameServerClient, args: argparse.Namespace) -> int:
+    topic = text_arg(args, "topic", "-t")
+    route = c.get_route(topic)
+    clusters = fmt.topic_clusters(route, plain(c.get_cluster_info()))
+    print(dump(clusters)) if args.json else emit(clusters)
+    return 0
+
+
+def get_kv(c: NameServerClient, args: argparse.Namespace) -> int:
+    ns, key = text_arg(args, "namespace", "-s"), text_arg(args, "key", "-k")
+    value = c.get_kv(ns, key)
+    if args.json:
+        print(dump({"namespace": ns, "key": key, "value": value}))
+    elif value is None:
+        print(f"No config item, Namespace: {ns} Key: {key}", file=sys.stderr)
+    else:
+        print(value)
+    return 0 if value is not None else 1
+
+
+# --------------------------------------------------------- every node
+
+
+def update_kv(c: NameServerClient, args: argparse.Namespace) -> int:
+    ns, key = text_arg(args, "namespace", "-s"), text_arg(args, "key", "-k")
+    return report(c.put_kv(ns, key, text_arg(args, "value", "-v")), args,
+                  lambda a, _: [f"{a} update kv config success"],
+                  done=["create or update kv config to namespace success."])
+
+
+def delete_kv(c: NameServerClient, args: argparse.Namespace) -> int:
+    ns, key = text_arg(args, "namespace", "-s"), text_arg(args, "key", "-k")
+    return report(c.delete_kv(ns, key), args, lambda a, _: [f"{a} delete kv config success"],
+                  done=["delete kv config from namespace success."])
+
+
+def get_namesrv_config(c: NameServerClient, args: argparse.Namespace) -> int:
+    return report(req.namesrv_config(c, args.all), args, fmt.config_lines)
+
+
+def update_namesrv_config(c: NameServerClient, args: argparse.Namespace) -> int:
+    key, value = text_arg(args, "key", "-k"), text_arg(args, "value", "-v")
+    done = (f"update name server config success!{fmt.java_list(args.node_set.addrs)}\n"
+            f"{key} : {value}")
+    return report(c.update_namesrv_config({key: value}), args,
+                  lambda a, _: [f"{a} update name server config success"], done=[done])
+
+
+def _perm(verb: str, call: Callable[[NameServerClient, str], FanoutResult]) -> Verb:
+    """wipeWritePerm / addWritePerm: one line per node with the count of topics changed."""
+    def run(c: NameServerClient, args: argparse.Namespace) -> int:
+        broker = text_arg(args, "broker_name", "-b")
+        return report(call(c, broker), args,
+                      lambda a, n: [fmt.perm_line(verb, broker, a, int(n))],
+                      lambda a: fmt.perm_line(verb, broker, a, None))
+    return run
+
+
+wipe_write_perm = _perm("wipe", NameServerClient.wipe_write_perm)
+add_write_perm = _perm("add", NameServerClient.add_write_perm)
+
+
+def delete_topic(c: NameServerClient, args: argparse.Namespace) -> int:
+    topic, cluster = text_arg(args, "topic", "-t"), text_arg(args, "cluster_name", "-c")
+    return report(c.delete_topic(topic, cluster), args,
+                  lambda a, _: [fmt.delete_topic_node_line(topic, a, True)],
+                  lambda a: fmt.delete_topic_node_line(topic, a, False),
+                  done=[fmt.delete_topic_done(topic)])
+
+
+def get_broker_member_group(c: NameServerClient, args: argparse.Namespace) -> int:
+    cluster, broker = text_arg(args, "cluster_name", "-c"), text_arg(args, "broker_name", "-b")
+
+    def lines(addr: str, group: dict[str, Any]) -> list[str]:
+        body = fmt.member_group_lines(cluster, broker, group["brokerAddrs"])
+        return fmt.per_node([(addr, body)])
+
+    return report(req.broker_member_group(c, cluster, broker), args, lines)
+
+
+# ------------------------------------------------------------------ parser
+
+
+def run_verb(fn: Verb) -> Callable[[argparse.Namespace], int]:
+    """Resolve the nodes, open a client, run ``fn``; a ClientError is exit 1."""
+    def command(args: argparse.Namespace) -> int:
+        nodes = args.node_set = resolve_args(args)
+        client = NameServerClient(nodes.namesrv_addr, timeout=args.timeout)
+        try:
+            return fn(client, args)
+        except ClientError as exc:
+            print(f"pynamesrv: {exc.kind} error: {exc}", file=sys.stderr)
+            return 1
+        finally:
+            client.close()
+    return command
+
+
+def common_args(p: argparse.ArgumentParser, *, short_config: bool = True) -> None:
+    add_source_args(p, short_config=short_config)
+    p.add_argument("--timeout", type=float, default=3.0, help="seconds per call (default 3)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _verb(sub: argparse._SubParsersAction, name: str, fn: Verb, help_text: str,
+          short_config: bool = True) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    common_args(p, short_config=short_config)
+    p.set_defaults(func=run_verb(fn))
+    return p
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = _verb(sub, "clusterList", cluster_list,
+              "list clusters and brokers, with each broker's runtime stats")
+    p.add_argument("-m", "--moreStats", dest="more", action="store_true",
+                   help="message totals of yesterday and today instead")
+    p.add_argument("-i", "--interval", type=float, default=None, metavar="SECONDS",
+                   help="print again every SECONDS until Ctrl-C")
+    p.add_argument("--no-broker-stats", action="store_true",
+                   help="do not ask the brokers for their runtime stats")
+    p = _verb(sub, "topicRoute", topic_route, "show a topic's route")
+    p.add_argument("-t", "--topic", required=True)
+    _verb(sub, "topicList", topic_list, "list every topic")
+    p = _verb(sub, "topicClusterList", topic_cluster_list, "clusters that serve a topic")
+    p.add_argument("-t", "--topic", required=True)
+    for name, fn, help_text, needs_value in (
+        ("getKvConfig", get_kv, "get one KV config item", False),
+        ("updateKvConfig", update_kv, "put a KV config item on every node", True),
+        ("deleteKvConfig", delete_kv, "delete a KV config item on every node", False),
+    ):
+        p = _verb(sub, name, fn, help_text)
+        p.add_argument("-s", "--namespace", required=True)
+        p.add_argument("-k", "--key", required=True)
+        if needs_value:
+            p.add_argument("-v", "--value", required=True)
+    p = _verb(sub, "getNamesrvConfig", get_namesrv_config, "show every node's configuration")
+    p.add_argument("--all", action="store_true",
+                   help="also the node's own pynamesrv settings (sends all=true)")
+    p = _verb(sub, "updateNamesrvConfig", update_namesrv_config,
+              "update one configuration key on every node")
+    p.add_argument("-k", "--key", required=True)
+    p.add_argument("-v", "--value", required=True)
+    for name, fn, verb in (("wipeWritePerm", wipe_write_perm, "Wipe"),
+                           ("addWritePerm", add_write_perm, "Add")):
+        p = _verb(sub, name, fn, f"{verb} write perm of a broker on every node")
+        p.add_argument("-b", "--brokerName", dest="broker_name", required=True)
+    p = _verb(sub, "deleteTopic", delete_topic,
+              "delete a topic of a cluster on every node (the NameServer part); "
+              "the cluster file is --config here", short_config=False)
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-c", "--clusterName", dest="cluster_name", required=True)
+    p = _verb(sub, "getBrokerMemberGroup", get_broker_member_group,
+              "members of one broker group, per node; the cluster file is --config here",
+              short_config=False)
+    p.add_argument("-c", "--clusterName", dest="cluster_name", required=True)
+    p.add_argument("-b", "--brokerName", dest="broker_name", required=True)
