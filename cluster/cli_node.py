@@ -2,6 +2,8 @@
 
 The node lives in its own process tree (``python -m worker.node``); this command
 replaces the current process with it, so the CLI never imports node internals.
+Every argument after ``node`` (``--help`` included) is the node's own, parsed by
+the node's parser, the one place its options are defined.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ import sys
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("node", help="run one NameServer node in the foreground",
-                       add_help=False)
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(func=_run)
+                       add_help=False, usage="pynamesrv node --data-dir DIR [options]; "
+                       "pynamesrv node --help lists them")
+    p.set_defaults(func=_run, passthrough=True)
 
 
 def _run(args: argparse.Namespace) -> int:
-    argv = [sys.executable, "-m", "worker.node", *args.rest]
+    argv = [sys.executable, "-m", "worker.node", *args.passthrough_args]
     os.execv(sys.executable, argv)
     return 0  # not reached

@@ -31,7 +31,7 @@ log = logging.getLogger("pynamesrv.supervisor")
 
 
 def node_argv(python: str, node: NodeConfig) -> list[str]:
-    return [python, "-m", "worker.node", "--port", str(node.port),
+    return [python, "-m", "worker.node", "--exit-with-parent", "--port", str(node.port),
             "--data-dir", str(node.data_dir), "--config", str(node.properties_path),
             "--name", node.name, "--host", node.host]
 

@@ -15,6 +15,19 @@ from tests.nodeproc import free_port, poll_until
 
 __all__ = ["Reaper", "free_port", "poll_until"]
 
+SHORT_SOAK_S = 45.0
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--soak-seconds", type=float, default=SHORT_SOAK_S,
+                     help=f"how long each soak test runs (default {SHORT_SOAK_S:.0f} s, the "
+                          "short form of every full run; e.g. 600 for the long form)")
+
+
+@pytest.fixture
+def soak_seconds(request: pytest.FixtureRequest) -> float:
+    return float(request.config.getoption("--soak-seconds"))
+
 
 def group_members(pgid: int) -> list[psutil.Process]:
     """Live (non-zombie) processes whose process group is ``pgid``."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -19,6 +21,7 @@ from cluster.protocol.frame import FrameReader, decode_command, encode_command
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]
+PYNAMESRV = str(Path(sys.executable).with_name("pynamesrv"))  # the installed entry point
 
 
 def free_port() -> int:
@@ -61,7 +64,7 @@ class NodeProcess:
         return f"127.0.0.1:{self.port}"
 
     def argv(self) -> list[str]:
-        return [sys.executable, "-m", "worker.node", "--port", str(self.port),
+        return [sys.executable, "-m", "worker.node", "--exit-with-parent", "--port", str(self.port),
                 "--data-dir", str(self.data_dir), "--config", str(self.config),
                 "--name", self.name]
 
@@ -114,6 +117,62 @@ class NodeProcess:
             if f:
                 f.close()
         return err
+
+
+class ShellStartedNode:
+    """A node started the way users start one by hand: ``pynamesrv node ... &`` from a shell
+    that exits at once. Its output goes to ``DATA/node.log``; ``stop()`` always reaps it."""
+
+    def __init__(self, data_dir: Path, port: int | None = None, *extra: str) -> None:
+        self.port = port or free_port()
+        self.data_dir = data_dir
+        self.log = data_dir / "node.log"
+        self.extra = extra
+        self.pid = 0
+        self.pgid = 0
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> ShellStartedNode:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        words = [PYNAMESRV, "node", "--port", str(self.port), "--data-dir", str(self.data_dir),
+                 *self.extra]
+        command = " ".join(shlex.quote(w) for w in words)
+        script = f"{command} > {shlex.quote(str(self.log))} 2>&1 & echo $!"
+        shell = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                               timeout=30, start_new_session=True, check=True)
+        self.pid = int(shell.stdout.strip())  # the shell has exited; the node is an orphan now
+        self.pgid = os.getpgid(self.pid)
+        poll_until(self._booted, timeout=timeout, what=f"boot line in {self.log}")
+        return self
+
+    def _booted(self) -> bool:
+        if not self.alive():
+            raise AssertionError(f"node exited during start-up:\n{self.output()}")
+        return "boot success" in self.output()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def alive(self) -> bool:
+        try:
+            return psutil.Process(self.pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL for the whole group after a grace period."""
+        if not self.pid:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGTERM)
+        with contextlib.suppress(AssertionError):  # then killed below
+            poll_until(lambda: not self.alive(), timeout=15, what="node exit")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pgid, signal.SIGKILL)
+        poll_until(lambda: not self.alive(), timeout=10, what="node killed")
 
 
 def _readline_with_deadline(proc: subprocess.Popen[str], timeout: float) -> str:

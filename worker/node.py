@@ -256,6 +256,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--config", type=Path, help="Java-style properties file (namesrv.properties)")
     p.add_argument("--name", help="node name in logs and snapshots")
     p.add_argument("--host", help="listen address (default 127.0.0.1)")
+    p.add_argument("--exit-with-parent", action="store_true",
+                   help="die with the process that started this one (for supervisors and "
+                        "test harnesses); without it a node outlives the shell that started it")
     return p.parse_args(argv)
 
 
@@ -278,10 +281,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"pynamesrv node: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    # SIGKILL, not SIGTERM: a paused (SIGSTOPped) node must not outlive its parent either
-    exit_with_parent(signal.SIGKILL)
+    if args.exit_with_parent:
+        # SIGKILL, not SIGTERM: a paused (SIGSTOPped) node must not outlive its parent either
+        exit_with_parent(signal.SIGKILL)
     set_process_name("pns-node")
     return _run(Controller(settings, guard))
+
+
+def _announce(line: str) -> None:
+    """The boot line on stdout; a node whose stdout is gone (its shell exited) keeps serving."""
+    try:
+        print(line, flush=True)
+    except OSError as exc:
+        log.warning("event=stdout_unwritable error=%r", str(exc))
 
 
 def _run(controller: Controller) -> int:
@@ -294,8 +306,8 @@ def _run(controller: Controller) -> int:
         controller.shutdown()
         return exc.exit_code
     s = controller.s
-    print(f"The Name Server boot success. serializeType=JSON, address {s.address}, "
-          f"node {s.name}", flush=True)
+    _announce(f"The Name Server boot success. serializeType=JSON, address {s.address}, "
+              f"node {s.name}")
     controller.serve()
     controller.shutdown()
     log.info("event=stopped node=%s", s.name)

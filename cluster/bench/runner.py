@@ -57,8 +57,8 @@ def started_server(kind: str, props: dict[str, str]) -> Iterator[tuple[str, int]
         if kind == "node":
             cfg = Path(tmp) / "namesrv.properties"
             cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-            argv = [sys.executable, "-m", "worker.node", "--port", str(port), "--data-dir", tmp,
-                    "--config", str(cfg), "--name", "bench"]
+            argv = [sys.executable, "-m", "worker.node", "--exit-with-parent", "--port", str(port),
+                    "--data-dir", tmp, "--config", str(cfg), "--name", "bench"]
         else:
             argv = [sys.executable, "-m", "cluster.bench.baseline", str(port)]
         proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)

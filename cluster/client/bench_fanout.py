@@ -60,7 +60,7 @@ def spawned_nodes(count: int, root: Path) -> Iterator[list[str]]:
     try:
         for i in range(count):
             port = _free_port()
-            argv = [sys.executable, "-m", "worker.node", "--port", str(port),
+            argv = [sys.executable, "-m", "worker.node", "--exit-with-parent", "--port", str(port),
                     "--data-dir", str(root / f"n{i}"), "--name", f"bench{i}"]
             procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE,
                                           stderr=subprocess.DEVNULL, text=True,
