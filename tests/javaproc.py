@@ -11,6 +11,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 from pathlib import Path
 
@@ -112,3 +113,78 @@ def mqadmin(*args: str, home: Path, timeout: float = 60.0) -> subprocess.Complet
     env = {**os.environ, "MQADMIN_USER_HOME": str(home)}
     return subprocess.run([str(JAVA_ROCKETMQ / "bin" / "mqadmin"), *args], capture_output=True,
                           text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+
+
+def port_is_free(port: int) -> bool:
+    """True when ``port`` can be bound on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_broker_port(taken: set[int], timeout: float = 10.0) -> int:
+    """A listen port P for ``JavaBroker``: P, P-2 and P+1 free and not in ``taken``.
+
+    The three ports are added to ``taken``, so brokers of one test never share one.
+    """
+
+    def pick() -> int:
+        port = free_port()
+        group = {port, port - 2, port + 1}
+        if port < 1026 or group & taken or not all(port_is_free(p) for p in group):
+            return 0
+        taken.update(group)
+        return port
+
+    return poll_until(pick, timeout=timeout, what="three free ports P, P-2, P+1 for a broker")
+
+
+def terminate(java: JavaProcess, timeout: float = 60.0) -> int:
+    """Stop a Java process gracefully (SIGTERM, shutdown hooks run); its exit code.
+
+    The scripts ``exec`` java in the foreground, so the process is the JVM itself.
+    """
+    assert java.proc is not None, "not started"
+    java.proc.send_signal(signal.SIGTERM)
+    return java.proc.wait(timeout)
+
+
+def rmq_java_base_opts() -> list[str]:
+    """``RMQ_JAVA_BASE_OPTS`` of ``bin/env.sh``: the JVM options every 4.9.8 JVM here needs."""
+    script = f'. "{JAVA_ROCKETMQ}/bin/env.sh" && printf "%s\\n" "${{RMQ_JAVA_BASE_OPTS[@]}}"'
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30,
+                         check=True, stdin=subprocess.DEVNULL)
+    return [line for line in out.stdout.splitlines() if line]
+
+
+def java_client_classpath(*dirs: Path) -> str:
+    """``dirs`` followed by every jar of the package's ``lib/`` (the client classpath)."""
+    return os.pathsep.join([*map(str, dirs), str(JAVA_ROCKETMQ / "lib" / "*")])
+
+
+def javac(sources: list[Path], out_dir: Path, timeout: float = 120.0) -> None:
+    """Compile ``sources`` against the package's jars into ``out_dir``; fails with the output."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    javac_bin = shutil.which("javac")
+    assert javac_bin, "no javac on PATH"
+    done = subprocess.run([javac_bin, "-encoding", "UTF-8", "-d", str(out_dir),
+                           "-cp", java_client_classpath(), *map(str, sources)],
+                          capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"javac failed:\n{done.stdout}\n{done.stderr}"
+
+
+def java_client_argv(main_class: str, class_dir: Path, home: Path, *args: str,
+                     heap: str = "256m") -> list[str]:
+    """argv running ``main_class`` (compiled into ``class_dir``) as a RocketMQ client JVM.
+
+    Client logs go under ``home`` (``user.home``), as for ``mqadmin``.
+    """
+    java = os.environ.get("JAVA") or shutil.which("java") or "java"
+    return [java, "-Xms64m", f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            *rmq_java_base_opts(), f"-Duser.home={home}",
+            f"-Drocketmq.home.dir={JAVA_ROCKETMQ}",
+            "-cp", java_client_classpath(class_dir), main_class, *args]
