@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from cluster.errors import ConfigError
+from cluster.settings_schema import YAML_SETTINGS, yaml_defaults
 
 DEFAULT_CONTROL = "tcp://127.0.0.1:9870"
 REPO_DEFAULT = Path(__file__).resolve().parent.parent / "cluster.yaml"
@@ -37,37 +38,11 @@ def _int(lo: int, hi: int = 2**31 - 1) -> Check:
     return check
 
 
-def _bool(v: Any) -> str | None:
-    return None if isinstance(v, bool) else f"expected true or false, got {v!r}"
-
-
 def _str(v: Any) -> str | None:
     if not isinstance(v, str) or not v or "\n" in v:
         return f"expected a non-empty one-line string, got {v!r}"
     return None
 
-
-# Node settings (docs/architecture.md "Node settings"); the supervisor sets
-# listenPort, bindAddress, nodeName and configStorePath itself.
-NODE_SETTINGS: dict[str, tuple[Check, Any]] = {
-    "ioWorkers": (_int(1, 64), 1),
-    "businessWorkers": (_int(1, 64), 2),
-    "businessReadWorkers": (_int(0, 64), 1),
-    "businessWriteNice": (_int(0, 19), 19),
-    "kvConfigPath": (_str, "kvConfig.json"),
-    "scanNotActiveBrokerInterval": (_int(1), 5000),
-    "brokerChannelExpiredTime": (_int(1), 120000),
-    "serverChannelMaxIdleTimeSeconds": (_int(1), 120),
-    "frameMaxLength": (_int(1024), 16777216),
-    "ioMaxPending": (_int(1), 10000),
-    "businessWindow": (_int(1), 256),
-    "shutdownDrainMillis": (_int(0), 5000),
-    "orderMessageEnable": (_bool, False),
-    "returnOrderTopicConfigToBroker": (_bool, True),
-    "enableAllTopicList": (_bool, True),
-    "enableTopicList": (_bool, True),
-    "configBlackList": (_str, "configBlackList;configStorePath;kvConfigPath"),
-}
 
 SUPERVISOR_KEYS: dict[str, tuple[Check, Any]] = {
     "readiness_timeout_s": (_int(1, 3600), 30),
@@ -246,8 +221,7 @@ class _Parser:
         brokers = self.typed(self.mapping(top.get("brokers"), "brokers", BROKER_KEYS),
                              "brokers", BROKER_KEYS)
         sup = self.supervisor(top.get("supervisor"))
-        defaults = self.settings(top.get("defaults"), "defaults",
-                                 {k: d for k, (_, d) in NODE_SETTINGS.items()})
+        defaults = self.settings(top.get("defaults"), "defaults", yaml_defaults())
         nodes = self.nodes(top.get("nodes"), data_dir, defaults)
         self.control_not_a_node(control, nodes)
         return ClusterConfig(self.path, control, data_dir, nodes, sup,
@@ -277,7 +251,12 @@ class _Parser:
         return sup
 
     def settings(self, v: Any, key: str, inherited: Mapping[str, Any]) -> dict[str, Any]:
-        raw = self.typed(self.mapping(v, key, NODE_SETTINGS), key, NODE_SETTINGS)
+        """Node settings (``cluster.settings_schema``) over the ``inherited`` values."""
+        raw = self.mapping(v, key, YAML_SETTINGS)
+        for k, value in raw.items():
+            problem = YAML_SETTINGS[k].check(value)
+            if problem:
+                raise self.fail(f"{key}.{k}", problem)
         return {**inherited, **raw}
 
     def nodes(self, v: Any, data_dir: Path, defaults: Mapping[str, Any]

@@ -1,76 +1,64 @@
 """Runtime NameServer configuration, shared by every worker through the `config` table.
 
-Values are stored as strings under their Java property names. The node loads
-them once at start (`init`); UPDATE_NAMESRV_CONFIG changes them (`update`) and
-rewrites `configStorePath` atomically inside the same write transaction;
-GET_NAMESRV_CONFIG prints them (`properties_text`, sorted by key as in 5.x).
+Values are stored as strings under their Java property names; keys, types and
+ranges come from `cluster.settings_schema`. The node loads them once at start
+(`initialize`); UPDATE_NAMESRV_CONFIG changes them (`update`) and rewrites
+`configStorePath` atomically inside the same write transaction; GET_NAMESRV_CONFIG
+prints them (`properties_text`). Settings marked live in the schema are read from
+here at each use, so an update takes effect at once.
+
+GET_NAMESRV_CONFIG answers what Java 4.9.8 answers: its config fields and the
+unknown keys of the node's file, in the order Java's `Properties` iterates them
+(`java_order`). pynamesrv's own keys are added, all keys sorted, when asked with
+`all=true`.
 
 Differences from Java, on purpose: values containing a line break are refused
 (Java writes them verbatim, which lets a caller inject lines into the file);
 values that do not fit the key's type or range are refused with SYSTEM_ERROR
-(Java silently keeps the old value but still writes the bad text to the file,
-which can stop the next start); String values are trimmed (5.x).
+(Java silently keeps the old value); pynamesrv's settings that cannot change
+while the node runs are refused with SYSTEM_ERROR; String values are trimmed (5.x).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from cluster.protocol.codes import ResponseCode
 from cluster.protocol.properties import format_properties
+from cluster.settings_schema import (
+    BY_KEY,
+    JAVA_CLASSES,
+    PROTECTED_KEYS,
+    Update,
+    java_fields,
+    text_defaults,
+)
+from state.javaorder import string_hash
 from state.kvconfig import write_atomic
 from state.store import Store, Txn
 
-DEFAULT_BLACKLIST = "configBlackList;configStorePath;kvConfigPath"
-FIXED_BLACKLIST = frozenset({"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"})
 BLACKLIST_REMARK = "Can not update config in black list."
 PARSE_REMARK = "string2Properties error"
-
-BOOL_KEYS: dict[str, bool] = {
-    "orderMessageEnable": False,
-    "returnOrderTopicConfigToBroker": True,
-    "enableAllTopicList": True,
-    "enableTopicList": True,
-}
-INT_KEYS: dict[str, tuple[int, int, int]] = {  # key: (default, min, max)
-    "listenPort": (9876, 1, 65535),
-    "scanNotActiveBrokerInterval": (5000, 10, 3_600_000),
-    "brokerChannelExpiredTime": (120_000, 100, 86_400_000),
-    "serverChannelMaxIdleTimeSeconds": (120, 1, 86_400),
-    "frameMaxLength": (16_777_216, 1024, 1 << 30),
-    "ioWorkers": (1, 1, 64),
-    "businessWorkers": (2, 1, 64),
-    "ioMaxPending": (10_000, 1, 10_000_000),
-    "businessWindow": (256, 1, 100_000),
-    "shutdownDrainMillis": (5000, 0, 600_000),
-}
-STR_KEYS: dict[str, str] = {
-    "bindAddress": "127.0.0.1",
-    "nodeName": "",
-    "kvConfigPath": "",
-    "configStorePath": "",
-    "configBlackList": DEFAULT_BLACKLIST,
-    "rocketmqHome": "",
-}
+ORDER_KEY = "config_order"  # meta table: GET_NAMESRV_CONFIG's Java key order
 
 
-def defaults() -> dict[str, str]:
-    out = {k: "true" if v else "false" for k, v in BOOL_KEYS.items()}
-    out.update({k: str(v[0]) for k, v in INT_KEYS.items()})
-    out.update(STR_KEYS)
-    return out
-
-
-def init(t: Txn, props: dict[str, str]) -> None:
-    """Node start: defaults overlaid with the node's properties (file keys + resolved values)."""
-    for key, value in {**defaults(), **props}.items():
+def init(t: Txn, props: dict[str, str], file_keys: Iterable[str]) -> None:
+    """Node start: schema defaults overlaid with `props`; the Java order of the answer."""
+    for key, value in {**text_defaults(), **props}.items():
         t.put("config", key, value)
+    t.put("meta", ORDER_KEY, java_order(file_keys))
 
 
 def initialize(store: Store, props: dict[str, str], config_store_path: str,
-               kv_config_path: str) -> None:
-    """`init` in its own transaction, with the node's resolved file paths."""
+               kv_config_path: str, file_keys: Sequence[str] | None = None) -> None:
+    """`init` in its own transaction, with the node's resolved file paths.
+
+    `file_keys` are the keys of the node's config file in file order (default: `props`).
+    """
     with store.write() as t:
         init(t, {**props, "configStorePath": config_store_path,
-                 "kvConfigPath": kv_config_path})
+                 "kvConfigPath": kv_config_path},
+             props if file_keys is None else file_keys)
 
 
 def get(t: Txn, key: str) -> str | None:
@@ -78,19 +66,17 @@ def get(t: Txn, key: str) -> str | None:
 
 
 def get_bool(t: Txn, key: str) -> bool:
-    """Java `Boolean.parseBoolean` of the stored value, the default when unset."""
+    """Java `Boolean.parseBoolean` of the stored value, the schema default when unset."""
     value = t.get("config", key)
     if value is None:
-        return BOOL_KEYS.get(key, False)
+        return bool(BY_KEY[key].default)
     return str(value).strip().lower() == "true"
 
 
 def get_int(t: Txn, key: str) -> int:
+    """The stored value of an integer setting, the schema default when unset."""
     value = t.get("config", key)
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return INT_KEYS[key][0]
+    return int(value) if value is not None else int(BY_KEY[key].default or 0)
 
 
 def all_properties(t: Txn) -> dict[str, str]:
@@ -99,27 +85,27 @@ def all_properties(t: Txn) -> dict[str, str]:
 
 def blacklist(t: Txn) -> set[str]:
     configured = get(t, "configBlackList") or ""
-    return set(FIXED_BLACKLIST) | {k.strip() for k in configured.split(";") if k.strip()}
+    return set(PROTECTED_KEYS) | {k.strip() for k in configured.split(";") if k.strip()}
 
 
-def properties_text(t: Txn) -> str:
-    """GET_NAMESRV_CONFIG body: `key=value` lines sorted by key (empty when nothing is set)."""
-    return format_properties(all_properties(t))
+def properties_text(t: Txn, everything: bool = False) -> str:
+    """GET_NAMESRV_CONFIG body: Java's keys in Java's order, or (`everything`) all, sorted."""
+    props = all_properties(t)
+    if everything:
+        return format_properties(props)
+    order = t.get("meta", ORDER_KEY) or []
+    return format_properties({k: props[k] for k in order if k in props}, sort=False)
 
 
-def _normalize(key: str, value: str) -> str | None:
-    """The stored form of `value`, or None when it does not fit the key."""
-    value = value.strip()
-    if key in BOOL_KEYS:
-        return "true" if value.lower() == "true" else "false"
-    if key in INT_KEYS:
-        _, lo, hi = INT_KEYS[key]
-        try:
-            number = int(value)
-        except ValueError:
-            return None
-        return str(number) if lo <= number <= hi else None
-    return value
+# ---------------------------------------------------------------- updates
+
+
+def _normalize(key: str, value: str) -> str:
+    """The stored form of `value`; ValueError when it does not fit the key."""
+    setting = BY_KEY.get(key)
+    if setting is None:
+        return value.strip()
+    return setting.text(setting.parse(value))
 
 
 def check(t: Txn, props: dict[str, str]) -> tuple[int, str | None]:
@@ -130,10 +116,18 @@ def check(t: Txn, props: dict[str, str]) -> tuple[int, str | None]:
         if "\r" in key or "\n" in key or "\r" in value or "\n" in value:
             return (ResponseCode.SYSTEM_ERROR,
                     f"Can not update config: {key.strip()!r} contains a line break.")
+    for key in props:
+        setting = BY_KEY.get(key)
+        if setting is not None and setting.update is Update.REFUSED:
+            return (ResponseCode.SYSTEM_ERROR, f"Can not update config: {key} cannot change "
+                    "while the node runs; set it in the node's config file and restart.")
     known = all_properties(t)
     for key, value in props.items():
-        if key in known and _normalize(key, value) is None:
-            return ResponseCode.SYSTEM_ERROR, f"Can not update config: bad value for {key}."
+        try:
+            if key in known:
+                _normalize(key, value)
+        except ValueError as exc:
+            return ResponseCode.SYSTEM_ERROR, f"Can not update config: bad value for {key}: {exc}."
     return ResponseCode.SUCCESS, None
 
 
@@ -143,9 +137,9 @@ def update(t: Txn, props: dict[str, str]) -> tuple[int, str | None]:
     if code != ResponseCode.SUCCESS:
         return code, remark
     known = all_properties(t)
-    changed = {k: _normalize(k, v) for k, v in props.items() if k in known}
-    for key, value in changed.items():
-        t.put("config", key, value)
+    for key, value in props.items():
+        if key in known:
+            t.put("config", key, _normalize(key, value))
     persist(t)
     return ResponseCode.SUCCESS, None
 
@@ -164,3 +158,83 @@ def _escape(value: str) -> str:
     if out[:1] in (" ", "\t", "\f"):
         out = "\\" + out
     return out
+
+
+# ---------------------------------------------------------------- Java's order
+
+
+def java_order(file_keys: Iterable[str]) -> list[str]:
+    """Key order of Java 4.9.8's GET_NAMESRV_CONFIG for a node started with these file keys.
+
+    Java's `Configuration` puts the fields of NamesrvConfig, then of NettyServerConfig,
+    then the `-c` file's keys into one `Properties`, each group taken in the order its own
+    `Properties` iterates. pynamesrv's own keys are left out, as if the file lacked them.
+    """
+    merged = _JavaProperties()
+    groups = [java_fields(c) for c in JAVA_CLASSES]
+    groups.append([k for k in file_keys if k not in BY_KEY or BY_KEY[k].java])
+    for group in groups:
+        for key in _JavaProperties.of(group).ordered():
+            merged.put(key)
+    return merged.ordered()
+
+
+def _spread(key: str) -> int:
+    h = string_hash(key) & 0xFFFFFFFF
+    return (h ^ (h >> 16)) & 0x7FFFFFFF
+
+
+class _JavaProperties:
+    """Keys of a `java.util.Properties` (a `ConcurrentHashMap`, 16 bins, since Java 9).
+
+    Bins are iterated in index order, a bin's chain in insertion order; growth at 3/4
+    load splits each chain as `ConcurrentHashMap.transfer` does.
+    """
+
+    def __init__(self) -> None:
+        self.bins: list[list[str]] = [[] for _ in range(16)]
+        self.count = 0
+
+    @classmethod
+    def of(cls, keys: Iterable[str]) -> _JavaProperties:
+        props = cls()
+        for key in keys:
+            props.put(key)
+        return props
+
+    def put(self, key: str) -> None:
+        n = len(self.bins)
+        chain = self.bins[_spread(key) & (n - 1)]
+        if key in chain:
+            return
+        chain.append(key)
+        self.count += 1
+        if self.count >= n - (n >> 2):
+            self._grow()
+
+    def _grow(self) -> None:
+        n = len(self.bins)
+        grown: list[list[str]] = [[] for _ in range(2 * n)]
+        for i, chain in enumerate(self.bins):
+            if chain:
+                grown[i], grown[i + n] = _split(chain, n)
+        self.bins = grown
+
+    def ordered(self) -> list[str]:
+        return [k for chain in self.bins for k in chain]
+
+
+def _split(chain: list[str], n: int) -> tuple[list[str], list[str]]:
+    """One chain moved to a table of 2n bins: (stays at i, moves to i + n).
+
+    The tail run of keys bound for one side keeps its order; each key before it is
+    put at the head of its side's chain.
+    """
+    bits = [_spread(k) & n for k in chain]
+    last = len(chain) - 1
+    while last > 0 and bits[last - 1] == bits[last]:
+        last -= 1
+    low, high = ([], chain[last:]) if bits[last] else (chain[last:], [])
+    for key, bit in zip(chain[:last], bits[:last], strict=True):
+        (high if bit else low).insert(0, key)
+    return low, high

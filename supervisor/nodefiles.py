@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from cluster.config import NodeConfig
 from cluster.protocol.properties import format_properties
+from cluster.settings_schema import Value, value_text
 
 
-def _value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
-
-
-def node_properties(node: NodeConfig) -> dict[str, Any]:
-    """All settings for one node, with paths made absolute."""
-    props: dict[str, Any] = dict(node.settings)
+def node_properties(node: NodeConfig) -> dict[str, Value]:
+    """The node's settings (``cluster.settings_schema``) and identity, paths made absolute."""
+    props: dict[str, Value] = dict(node.settings)
     props.update({
         "listenPort": node.port,
         "bindAddress": node.host,
@@ -29,8 +23,8 @@ def node_properties(node: NodeConfig) -> dict[str, Any]:
     return props
 
 
-def render_properties(props: dict[str, Any]) -> str:
-    return format_properties({k: _value(v) for k, v in props.items()})
+def render_properties(props: dict[str, Value]) -> str:
+    return format_properties({k: value_text(v) for k, v in props.items()})
 
 
 def write_properties(node: NodeConfig) -> Path:

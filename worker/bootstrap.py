@@ -26,7 +26,5 @@ def create_state(path: Path, settings: NodeSettings) -> Store:
 def _init_config(store: Store, settings: NodeSettings) -> None:
     from state import nsconfig
 
-    resolved = {**settings.properties, "listenPort": str(settings.port),
-                "bindAddress": settings.host, "nodeName": settings.name}
-    nsconfig.initialize(store, resolved, str(settings.config_store_path),
-                        str(settings.kv_config_path))
+    nsconfig.initialize(store, settings.config, str(settings.config_store_path),
+                        str(settings.kv_config_path), settings.file_keys)

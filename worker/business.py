@@ -38,8 +38,6 @@ class BusinessConfig:
     io_workers: int
     store_path: str
     node_name: str
-    scan_interval_ms: int
-    broker_expired_ms: int
     read_only: bool = False
     nice: int = 0
 

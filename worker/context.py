@@ -5,16 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from state.store import Store
 
 ROUTE_CACHE_BYTES = 32 << 20  # encoded route bodies kept per business worker
-
-
-class TimingSettings(Protocol):
-    scan_interval_ms: int
-    broker_expired_ms: int
 
 
 def wall_ms() -> int:
@@ -61,10 +56,9 @@ class NodeContext:
     store: Store
     node_name: str
     clock: Callable[[], int]
-    settings: TimingSettings
     route_cache: RouteCache = field(default_factory=RouteCache)
 
     @classmethod
     def build(cls, store: Store, cfg: Any, clock: Callable[[], int] = wall_ms) -> NodeContext:
-        """From a worker config carrying node_name, scan_interval_ms and broker_expired_ms."""
-        return cls(store=store, node_name=cfg.node_name, clock=clock, settings=cfg)
+        """From a worker config carrying node_name."""
+        return cls(store=store, node_name=cfg.node_name, clock=clock)

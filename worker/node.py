@@ -60,7 +60,7 @@ class Controller:
         self.pull = self.zctx.socket(zmq.PULL)
         self.poller = zmq.Poller()
         self.store = None  # type: ignore[var-annotated]
-        self.next_scan = 0.0
+        self.last_scan = 0.0
 
     # -- start-up ----------------------------------------------------------
 
@@ -87,7 +87,6 @@ class Controller:
         return [Child("business", i, run_business, BusinessConfig(
             index=i, parent=os.getpid(), run=str(self.run_path), io_workers=s.io_workers,
             store_path=str(self.store_path), node_name=s.name,
-            scan_interval_ms=s.scan_interval_ms, broker_expired_ms=s.broker_expired_ms,
             read_only=i >= s.business_workers - readers,
             nice=0 if i >= s.business_workers - readers else s.business_write_nice))
             for i in range(s.business_workers)]
@@ -116,17 +115,27 @@ class Controller:
     # -- main loop ---------------------------------------------------------
 
     def serve(self) -> None:
-        self.next_scan = time.monotonic() + self.s.scan_interval_ms / 1000
+        self.last_scan = time.monotonic()
         while not self.stopping:
             self._poll(self._timeout_ms())
             now = time.monotonic()
             self._restart_due(now)
-            if now >= self.next_scan:
+            if now >= self._next_scan():
                 self._scan()
-                self.next_scan = now + self.s.scan_interval_ms / 1000
+                self.last_scan = now
+
+    def _next_scan(self) -> float:
+        """When the expiry scan is due. The interval is read from the shared config each
+        time (at least once a second), so an UPDATE_NAMESRV_CONFIG applies at once."""
+        from state import nsconfig
+
+        assert self.store is not None
+        with self.store.read() as t:
+            interval_ms = nsconfig.get_int(t, "scanNotActiveBrokerInterval")
+        return self.last_scan + interval_ms / 1000
 
     def _timeout_ms(self) -> int:
-        due = [self.next_scan] + [c.restart_at for c in self.children if c.restart_at]
+        due = [self._next_scan()] + [c.restart_at for c in self.children if c.restart_at]
         return max(0, min(1000, int((min(due) - time.monotonic()) * 1000) + 1))
 
     def _poll(self, timeout_ms: int) -> None:
@@ -175,10 +184,13 @@ class Controller:
                 self.poller.register(child.pidfd, zmq.POLLIN)
 
     def _scan(self) -> None:
+        from state import nsconfig
         from state.route import scan_not_active
 
         assert self.store is not None
-        removed = scan_not_active(self.store, self.clock(), self.s.broker_expired_ms)
+        with self.store.read() as t:
+            expired_ms = nsconfig.get_int(t, "brokerChannelExpiredTime")
+        removed = scan_not_active(self.store, self.clock(), expired_ms)
         if removed:
             log.warning("event=brokers_expired count=%d", removed)
 

@@ -344,8 +344,10 @@ def update_namesrv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, 
 
 def get_namesrv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                        ) -> RemotingCommand:
+    """Java 4.9.8's keys in Java's order; extField `all=true` (pynamesrv extension): every key."""
+    everything = (cmd.field("all") or "").strip().lower() == "true"
     with ctx.store.read() as t:
-        text = nsconfig.properties_text(t)
+        text = nsconfig.properties_text(t, everything)
     return _ok(cmd, body=text.encode("utf-8") if text else None)
 
 

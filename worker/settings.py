@@ -1,73 +1,46 @@
-"""Static settings of one node: defaults, the ``--config`` properties file, CLI overrides.
+"""Settings of one node: schema defaults < the ``--config`` properties file < CLI options.
 
-Keys and defaults are listed in docs/architecture.md ("Node settings").
-Runtime-updatable keys (orderMessageEnable, ...) also live here as the
-initial values handed to the shared namesrv config.
+Keys, types, defaults and ranges come from ``cluster.settings_schema``. ``NodeSettings``
+holds what the node's processes need at start (one attribute per schema setting with an
+``attr``); ``config`` holds the text of every key for the shared runtime config, which
+the request processors and the controller read at each use.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from cluster.errors import ConfigError
-from cluster.protocol.codes import DEFAULT_MAX_FRAME
+from cluster.settings_schema import BY_KEY, SETTINGS, Kind, Value, parse_or_fail
 
-# key -> (attribute, type, default); None default means "derived"
-_INT_KEYS: dict[str, tuple[str, int, int, int]] = {
-    # key: (attr, default, min, max)
-    "listenPort": ("port", 9876, 1, 65535),
-    "scanNotActiveBrokerInterval": ("scan_interval_ms", 5000, 10, 3_600_000),
-    "brokerChannelExpiredTime": ("broker_expired_ms", 120_000, 100, 86_400_000),
-    "serverChannelMaxIdleTimeSeconds": ("idle_timeout_s", 120, 1, 86_400),
-    "frameMaxLength": ("frame_max", DEFAULT_MAX_FRAME, 1024, 1 << 30),
-    "ioWorkers": ("io_workers", 1, 1, 64),
-    "businessWorkers": ("business_workers", 2, 1, 64),
-    "businessReadWorkers": ("business_read_workers", 1, 0, 64),
-    "businessWriteNice": ("business_write_nice", 19, 0, 19),
-    "ioMaxPending": ("io_max_pending", 10_000, 1, 10_000_000),
-    "businessWindow": ("business_window", 256, 1, 100_000),
-    "shutdownDrainMillis": ("shutdown_drain_ms", 5000, 0, 600_000),
-}
-_STR_KEYS = {"bindAddress": "host", "nodeName": "name"}
-_PATH_KEYS = {"kvConfigPath": "kv_config_path", "configStorePath": "config_store_path"}
+INSTALL_DIR = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
 class NodeSettings:
     data_dir: Path
-    port: int = 9876
-    host: str = "127.0.0.1"
-    name: str = ""
-    kv_config_path: Path = Path()
-    config_store_path: Path = Path()
-    scan_interval_ms: int = 5000
-    broker_expired_ms: int = 120_000
-    idle_timeout_s: int = 120
-    frame_max: int = DEFAULT_MAX_FRAME
-    io_workers: int = 1
-    business_workers: int = 2
-    business_read_workers: int = 1
-    business_write_nice: int = 19
-    io_max_pending: int = 10_000
-    business_window: int = 256
-    shutdown_drain_ms: int = 5000
-    properties: dict[str, str] = field(default_factory=dict)
+    port: int
+    host: str
+    name: str
+    kv_config_path: Path
+    config_store_path: Path
+    idle_timeout_s: int
+    frame_max: int
+    io_workers: int
+    business_workers: int
+    business_read_workers: int
+    business_write_nice: int
+    io_max_pending: int
+    business_window: int
+    shutdown_drain_ms: int
+    config: dict[str, str]  # every key's text: schema keys resolved, then unknown file keys
+    file_keys: tuple[str, ...]  # the config file's keys in file order
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
-
-
-def _parse_int(source: str, key: str, raw: str, lo: int, hi: int) -> int:
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise ConfigError(f"{source}: key {key}: {raw!r} is not an integer") from None
-    if not lo <= value <= hi:
-        raise ConfigError(f"{source}: key {key}: {value} is outside [{lo}, {hi}]")
-    return value
 
 
 def _read_properties(path: Path) -> dict[str, str]:
@@ -85,17 +58,29 @@ def _read_properties(path: Path) -> dict[str, str]:
         raise ConfigError(f"{path}: {exc}") from None
 
 
-def _apply(props: dict[str, str], source: str) -> dict[str, object]:
-    values: dict[str, object] = {}
+def _values(props: dict[str, str], source: str, cli: dict[str, str]) -> dict[str, Value]:
+    """Typed value of every schema key given by the defaults, the file or the CLI."""
+    values = {s.key: s.default for s in SETTINGS if s.default is not None}
     for key, raw in props.items():
-        if key in _INT_KEYS:
-            attr, _default, lo, hi = _INT_KEYS[key]
-            values[attr] = _parse_int(source, key, raw, lo, hi)
-        elif key in _STR_KEYS:
-            values[_STR_KEYS[key]] = raw.strip()
-        elif key in _PATH_KEYS:
-            values[_PATH_KEYS[key]] = Path(raw.strip()).expanduser()
+        if key in BY_KEY:
+            values[key] = parse_or_fail(source, key, raw)
+    for key, raw in cli.items():
+        values[key] = parse_or_fail(f"--{_CLI_OPTION[key]}", key, raw)
     return values
+
+
+_CLI_OPTION = {"listenPort": "port", "bindAddress": "host", "nodeName": "name"}
+
+
+def _derive(values: dict[str, Value], data_dir: Path, config: Path | None) -> None:
+    """Fill the derived defaults and make the file paths absolute."""
+    values.setdefault("nodeName", f"node-{values['listenPort']}")
+    values.setdefault("rocketmqHome", os.environ.get("ROCKETMQ_HOME") or str(INSTALL_DIR))
+    values.setdefault("configStorePath",
+                      str(config.absolute() if config else data_dir / "namesrv.properties"))
+    for s in SETTINGS:
+        if s.kind is Kind.PATH:
+            values[s.key] = str(data_dir / Path(str(values[s.key])).expanduser())
 
 
 def load_settings(
@@ -107,23 +92,13 @@ def load_settings(
 ) -> NodeSettings:
     """Defaults < config file < command-line options. Raises ConfigError."""
     props = _read_properties(config) if config is not None else {}
-    values = _apply(props, str(config))
-    if port is not None:
-        values["port"] = _parse_int("--port", "listenPort", str(port), 1, 65535)
-    if host:
-        values["host"] = host
-    if name:
-        values["name"] = name
-    settings = NodeSettings(data_dir=data_dir, properties=props, **values)  # type: ignore[arg-type]
-    return _derive(settings, config)
-
-
-def _derive(s: NodeSettings, config: Path | None) -> NodeSettings:
-    return dataclasses.replace(
-        s,
-        name=s.name or f"node-{s.port}",
-        kv_config_path=s.kv_config_path if s.kv_config_path != Path() else
-        s.data_dir / "kvConfig.json",
-        config_store_path=s.config_store_path if s.config_store_path != Path() else
-        (config or s.data_dir / "namesrv.properties"),
-    )
+    cli = {key: str(v) for key, v in (("listenPort", port), ("bindAddress", host or None),
+                                       ("nodeName", name or None)) if v is not None}
+    values = _values(props, str(config), cli)
+    _derive(values, data_dir, config)
+    text = {s.key: s.text(values[s.key]) for s in SETTINGS}
+    extra = {k: v for k, v in props.items() if k not in BY_KEY}
+    attrs = {s.attr: Path(str(values[s.key])) if s.kind is Kind.PATH else values[s.key]
+             for s in SETTINGS if s.attr}
+    return NodeSettings(data_dir=data_dir, config={**text, **extra}, file_keys=tuple(props),
+                        **attrs)  # type: ignore[arg-type]

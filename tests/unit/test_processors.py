@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -26,8 +25,7 @@ RC = ResponseCode
 def make_ctx(store: Store, clock: Callable[[], int] = lambda: 1000, kv_path: str = "",
              config_path: str = "", props: dict[str, str] | None = None) -> NodeContext:
     nsconfig.initialize(store, props or {}, config_path, kv_path)
-    timing = SimpleNamespace(scan_interval_ms=5000, broker_expired_ms=120_000)
-    return NodeContext(store=store, node_name="n1", clock=clock, settings=timing)
+    return NodeContext(store=store, node_name="n1", clock=clock)
 
 
 def request(code: int, ext: dict[str, str] | None = None, body: bytes | None = None,

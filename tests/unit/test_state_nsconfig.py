@@ -1,4 +1,4 @@
-"""Runtime namesrv config: blacklist, line breaks, known keys, persisted file."""
+"""Runtime namesrv config: blacklist, line breaks, known keys, persisted file, Java's answer."""
 
 from __future__ import annotations
 
@@ -9,14 +9,27 @@ import pytest
 
 from cluster.protocol.codes import ResponseCode
 from cluster.protocol.properties import parse_properties
+from cluster.settings_schema import SETTINGS, Kind, Setting, Update
 from state import nsconfig
 from state.store import Store
+
+# GET_NAMESRV_CONFIG of a real NameServer 4.9.8 on Java 17 started with `-c` (key order).
+JAVA_4_9_8_KEYS = [
+    "serverSocketBacklog", "writeBufferHighWaterMark", "serverWorkerThreads",
+    "serverSelectorThreads", "serverChannelMaxIdleTimeSeconds", "configBlackList",
+    "writeBufferLowWaterMark", "serverSocketRcvBufSize", "serverAsyncSemaphoreValue",
+    "kvConfigPath", "configStorePath", "clusterTest", "orderMessageEnable",
+    "serverSocketSndBufSize", "serverOnewaySemaphoreValue", "serverCallbackExecutorThreads",
+    "listenPort", "rocketmqHome", "productEnvName", "useEpollNativeSelector",
+    "serverPooledByteBufAllocatorEnable",
+]
 
 
 @pytest.fixture()
 def store(tmp_path: Path) -> Iterator[Store]:
     s = Store.create(str(tmp_path / "lmdb"), 16 << 20)
-    nsconfig.initialize(s, {"extraFileKey": "x"}, str(tmp_path / "namesrv.properties"),
+    nsconfig.initialize(s, {"extraFileKey": "x", "rocketmqHome": "/opt/rmq"},
+                        str(tmp_path / "namesrv.properties"),
                         str(tmp_path / "kv.json"))
     yield s
     s.destroy()
@@ -67,13 +80,13 @@ def test_configured_blacklist_is_honoured(tmp_path: Path) -> None:
         s.destroy()
 
 
-@pytest.mark.parametrize("props", [{"nodeName": "a\nrm -rf /"}, {"nodeName": "a\rb"},
-                                   {"a\nb": "c"}])
+@pytest.mark.parametrize("props", [{"productEnvName": "a\nrm -rf /"},
+                                   {"productEnvName": "a\rb"}, {"a\nb": "c"}])
 def test_line_breaks_are_refused(store: Store, props: dict[str, str]) -> None:
     code, remark = _update(store, props)
     assert code == ResponseCode.SYSTEM_ERROR and remark and "line break" in remark
     with store.read() as t:
-        assert nsconfig.get(t, "nodeName") == ""
+        assert nsconfig.get(t, "productEnvName") == "center"
 
 
 def test_unknown_keys_are_ignored(store: Store) -> None:
@@ -82,16 +95,86 @@ def test_unknown_keys_are_ignored(store: Store) -> None:
         assert nsconfig.get(t, "key") is None
 
 
-def test_bad_int_value_is_refused(store: Store) -> None:
-    code, remark = _update(store, {"ioWorkers": "0"})
-    assert code == ResponseCode.SYSTEM_ERROR and "ioWorkers" in (remark or "")
-
-
-def test_properties_text_is_sorted(store: Store) -> None:
+@pytest.mark.parametrize("value", ["50", "86400001", "1e3", ""])
+def test_bad_int_value_is_refused(store: Store, tmp_path: Path, value: str) -> None:
+    code, remark = _update(store, {"brokerChannelExpiredTime": value})
+    assert code == ResponseCode.SYSTEM_ERROR
+    assert (remark or "").startswith(
+        "Can not update config: bad value for brokerChannelExpiredTime: ")
     with store.read() as t:
-        text = nsconfig.properties_text(t)
+        assert nsconfig.get_int(t, "brokerChannelExpiredTime") == 120_000
+    assert not (tmp_path / "namesrv.properties").exists()
+
+
+REFUSED = [s for s in SETTINGS if s.update is Update.REFUSED]
+ACCEPTED = [s for s in SETTINGS if s.update in (Update.LIVE, Update.RESTART, Update.IGNORED)]
+
+
+@pytest.mark.parametrize("setting", REFUSED, ids=lambda s: s.key)
+def test_settings_fixed_at_start_are_refused(store: Store, tmp_path: Path,
+                                             setting: Setting) -> None:
+    value = str(setting.lo) if setting.kind is Kind.INT else "x"
+    code, remark = _update(store, {setting.key: value, "orderMessageEnable": "true"})
+    assert code == ResponseCode.SYSTEM_ERROR
+    assert remark == (f"Can not update config: {setting.key} cannot change while the node runs; "
+                      "set it in the node's config file and restart.")
+    with store.read() as t:
+        assert nsconfig.get_bool(t, "orderMessageEnable") is False
+    assert not (tmp_path / "namesrv.properties").exists()
+
+
+@pytest.mark.parametrize("setting", ACCEPTED, ids=lambda s: s.key)
+def test_updatable_settings_are_stored_and_persisted(store: Store, tmp_path: Path,
+                                                     setting: Setting) -> None:
+    value = {Kind.INT: str(setting.hi), Kind.BOOL: " TRUE", Kind.STR: " x "}[setting.kind]
+    stored = value.strip().lower()
+    assert _update(store, {setting.key: value}) == (ResponseCode.SUCCESS, None)
+    with store.read() as t:
+        assert nsconfig.get(t, setting.key) == stored
+        assert f"{setting.key}={stored}\n" in nsconfig.properties_text(t, everything=True)
+    assert parse_properties((tmp_path / "namesrv.properties").read_text())[setting.key] == stored
+
+
+def _keys(text: str) -> list[str]:
+    return [line.split("=", 1)[0] for line in text.splitlines()]
+
+
+def test_default_answer_is_java_4_9_8_keys_in_java_order(tmp_path: Path) -> None:
+    s = Store.create(str(tmp_path / "l3"), 16 << 20)
+    try:
+        nsconfig.initialize(s, {"ioWorkers": "3", "nodeName": "n", "rocketmqHome": "/opt/rmq"},
+                            "/p/ns.properties", "/p/kv")
+        with s.read() as t:
+            text = nsconfig.properties_text(t)
+    finally:
+        s.destroy()
+    assert _keys(text) == JAVA_4_9_8_KEYS
+    assert nsconfig.java_order([]) == JAVA_4_9_8_KEYS
     lines = text.splitlines()
-    assert lines == sorted(lines) and "orderMessageEnable=false" in lines
+    assert {"serverSocketBacklog=1024", "serverPooledByteBufAllocatorEnable=true",
+            "clusterTest=false", "productEnvName=center", "kvConfigPath=/p/kv",
+            "configStorePath=/p/ns.properties"} <= set(lines)
+
+
+def test_unknown_file_keys_join_the_default_answer(store: Store) -> None:
+    with store.read() as t:
+        keys = _keys(nsconfig.properties_text(t))
+    assert sorted(keys) == sorted([*JAVA_4_9_8_KEYS, "extraFileKey"])
+    assert [k for k in keys if k != "extraFileKey"] == JAVA_4_9_8_KEYS
+
+
+def test_java_order_holds_every_key_once_through_growth() -> None:
+    extra = [f"userKey{i}" for i in range(40)]
+    order = nsconfig.java_order(["listenPort", "ioWorkers", *extra])
+    assert sorted(order) == sorted(JAVA_4_9_8_KEYS + extra)
+
+
+def test_all_answer_is_every_key_sorted(store: Store) -> None:
+    with store.read() as t:
+        keys = _keys(nsconfig.properties_text(t, everything=True))
+    assert keys == sorted(keys)
+    defaults = {s.key for s in SETTINGS if s.default is not None}
+    assert set(keys) == defaults | {"configStorePath", "rocketmqHome", "extraFileKey"}
 
 
 def test_backslash_values_round_trip_through_the_file(store: Store, tmp_path: Path) -> None:

@@ -1,0 +1,295 @@
+"""The one schema of node settings: every key a node knows, its type, default and range.
+
+Everything that handles node settings is derived from ``SETTINGS``: cluster.yaml
+validation (``cluster.config``), the node's ``namesrv.properties`` rendered by the
+supervisor, the node's loading of that file (``worker.settings``), the shared runtime
+config behind GET/UPDATE_NAMESRV_CONFIG (``state.nsconfig``) and the settings tables
+of README.md and docs/architecture.md (``python -m cluster.settings_schema --markdown``).
+
+Pure: imports nothing of the project but ``cluster.errors``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from cluster.errors import ConfigError
+
+Value = int | bool | str
+INT32 = (-(2**31), 2**31 - 1)
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
+class Update(Enum):
+    """What UPDATE_NAMESRV_CONFIG does with a key."""
+
+    LIVE = "applied at once"
+    RESTART = "kept for the next start"
+    IGNORED = "accepted, no effect"
+    REFUSED = "refused"
+    PROTECTED = "refused (black list)"
+
+
+def value_text(value: Value) -> str:
+    """Java's ``toString`` of a setting value: ``true``/``false``, decimal, the string."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class Kind(Enum):
+    INT = "int"
+    BOOL = "bool"
+    STR = "str"
+    PATH = "path"  # a non-empty string; the node resolves a relative path against its data dir
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One node setting, named as in Java's ``namesrv.properties`` where RocketMQ has one.
+
+    ``default`` None: derived when the node starts (``meaning`` says how).
+    ``java``: the Java 4.9.8 class that declares the field ("" for pynamesrv's own keys);
+    those keys, in declaration order, make up the default GET_NAMESRV_CONFIG answer.
+    ``yaml``: settable in cluster.yaml (``defaults`` and ``nodes[].settings``).
+    ``attr``: the node's ``NodeSettings`` attribute, "" when only the shared runtime
+    config holds the value (read at each use).
+    """
+
+    key: str
+    kind: Kind
+    default: Value | None
+    meaning: str
+    lo: int = 0
+    hi: int = 0
+    unit: str = ""
+    update: Update = Update.REFUSED
+    yaml: bool = False
+    java: str = ""
+    attr: str = ""
+
+    def check(self, value: Any) -> str | None:
+        """The problem with a typed value (as YAML gives it), or None."""
+        if self.kind is Kind.INT:
+            if isinstance(value, bool) or not isinstance(value, int):
+                return f"expected an integer, got {value!r}"
+            return self._range(value)
+        if self.kind is Kind.BOOL:
+            return None if isinstance(value, bool) else f"expected true or false, got {value!r}"
+        if not isinstance(value, str):
+            return f"expected a one-line string, got {value!r}"
+        return self._line(value)
+
+    def parse(self, raw: str) -> Value:
+        """The value of a properties text (file or UPDATE_NAMESRV_CONFIG); ValueError if bad."""
+        text = raw.strip()
+        if self.kind is Kind.BOOL:
+            return text.lower() == "true"  # Java Boolean.parseBoolean
+        if self.kind is Kind.INT:
+            if not _INT_TEXT.fullmatch(text):
+                raise ValueError(f"{raw!r} is not an integer")
+            number = int(text)
+            problem = self._range(number)
+        else:
+            number, problem = 0, self._line(text)
+        if problem:
+            raise ValueError(problem)
+        return number if self.kind is Kind.INT else text
+
+    def text(self, value: Value) -> str:
+        """The properties text of a value, as Java prints it."""
+        return value_text(value)
+
+    def _range(self, number: int) -> str | None:
+        if not self.lo <= number <= self.hi:
+            return f"{number} is outside [{self.lo}, {self.hi}]"
+        return None
+
+    def _line(self, text: str) -> str | None:
+        if "\n" in text or "\r" in text:
+            return f"{text!r} contains a line break"
+        if self.kind is Kind.PATH and not text:
+            return "expected a non-empty path"
+        return None
+
+
+_NS = "NamesrvConfig"
+_NETTY = "NettyServerConfig"
+_I, _B, _S, _P = Kind.INT, Kind.BOOL, Kind.STR, Kind.PATH
+_U = Update
+
+
+def _netty_knob(key: str, kind: Kind, default: Value, meaning: str) -> Setting:
+    """A Netty setting pynamesrv accepts and reports with Java's default, and ignores."""
+    lo, hi = INT32 if kind is Kind.INT else (0, 0)
+    return Setting(key, kind, default, f"Java Netty setting; {meaning}", lo, hi,
+                   update=_U.IGNORED, java=_NETTY)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    # NamesrvConfig 4.9.8, in declaration order.
+    Setting("rocketmqHome", _S, None, "`$ROCKETMQ_HOME`, else the pynamesrv installation "
+            "directory; informational", update=_U.PROTECTED, java=_NS),
+    Setting("kvConfigPath", _P, "kvConfig.json", "KV config file (Java format), relative "
+            "to the node's data dir", update=_U.PROTECTED, yaml=True, java=_NS,
+            attr="kv_config_path"),
+    Setting("configStorePath", _P, None, "where UPDATE_NAMESRV_CONFIG persists: the "
+            "`--config` file, else `namesrv.properties` in the data dir", update=_U.PROTECTED,
+            java=_NS, attr="config_store_path"),
+    Setting("productEnvName", _S, "center", "Java cluster-test environment name",
+            update=_U.IGNORED, java=_NS),
+    Setting("clusterTest", _B, False, "Java cluster-test mode (not implemented)",
+            update=_U.IGNORED, java=_NS),
+    Setting("orderMessageEnable", _B, False, "`orderTopicConf` in route replies",
+            update=_U.LIVE, yaml=True, java=_NS),
+    Setting("configBlackList", _S, "configBlackList;configStorePath;kvConfigPath",
+            "`;`-separated keys UPDATE_NAMESRV_CONFIG refuses (always also `configBlackList`, "
+            "`configStorePath`, `kvConfigPath`, `rocketmqHome`)",
+            update=_U.PROTECTED, yaml=True, java=_NS),
+    # NettyServerConfig 4.9.8, in declaration order.
+    Setting("listenPort", _I, 9876, "TCP port (`--port` wins)", 1, 65535,
+            update=_U.RESTART, java=_NETTY, attr="port"),
+    _netty_knob("serverWorkerThreads", _I, 8, "request threads"),
+    _netty_knob("serverCallbackExecutorThreads", _I, 0, "callback threads"),
+    _netty_knob("serverSelectorThreads", _I, 3, "selector threads"),
+    _netty_knob("serverOnewaySemaphoreValue", _I, 256, "server-initiated oneway calls"),
+    _netty_knob("serverAsyncSemaphoreValue", _I, 64, "server-initiated async calls"),
+    Setting("serverChannelMaxIdleTimeSeconds", _I, 120, "idle connections are closed after "
+            "this", 1, 86_400, "s", _U.RESTART, yaml=True, java=_NETTY, attr="idle_timeout_s"),
+    _netty_knob("serverSocketSndBufSize", _I, 0, "socket send buffer"),
+    _netty_knob("serverSocketRcvBufSize", _I, 0, "socket receive buffer"),
+    _netty_knob("writeBufferHighWaterMark", _I, 0, "write buffer high water mark"),
+    _netty_knob("writeBufferLowWaterMark", _I, 0, "write buffer low water mark"),
+    _netty_knob("serverSocketBacklog", _I, 1024, "listen backlog"),
+    _netty_knob("serverPooledByteBufAllocatorEnable", _B, True, "pooled buffers"),
+    _netty_knob("useEpollNativeSelector", _B, False, "epoll transport"),
+    # pynamesrv's own keys (5.x names where 5.x has one).
+    Setting("bindAddress", _S, "127.0.0.1", "listen address (`--host` wins)", attr="host"),
+    Setting("nodeName", _S, None, "name in logs and snapshots (`--name` wins), else "
+            "`node-<port>`", attr="name"),
+    Setting("returnOrderTopicConfigToBroker", _B, True, "order-topic KV table in "
+            "REGISTER_BROKER replies", update=_U.LIVE, yaml=True),
+    Setting("enableAllTopicList", _B, True, "allow request code 206", update=_U.LIVE,
+            yaml=True),
+    Setting("enableTopicList", _B, True, "allow request codes 224 and 311–313",
+            update=_U.LIVE, yaml=True),
+    Setting("scanNotActiveBrokerInterval", _I, 5000, "time between broker expiry scans (one "
+            "scan per node)", 10, 3_600_000, "ms", _U.LIVE, yaml=True),
+    Setting("brokerChannelExpiredTime", _I, 120_000, "time without a heartbeat before a "
+            "broker expires", 100, 86_400_000, "ms", _U.LIVE, yaml=True),
+    Setting("frameMaxLength", _I, 16_777_216, "largest frame accepted (`total + 4`)",
+            1024, 1 << 30, "bytes", yaml=True, attr="frame_max"),
+    Setting("ioWorkers", _I, 1, "I/O worker processes (SO_REUSEPORT on one port)", 1, 64,
+            "processes", yaml=True, attr="io_workers"),
+    Setting("businessWorkers", _I, 2, "business worker processes", 1, 64, "processes",
+            yaml=True, attr="business_workers"),
+    Setting("businessReadWorkers", _I, 1, "of those, how many serve only route lookups "
+            "(code 105); at most `businessWorkers - 1`", 0, 64, "processes", yaml=True,
+            attr="business_read_workers"),
+    Setting("businessWriteNice", _I, 19, "CPU niceness of the business workers that take "
+            "writes: route lookups win when the cores are contended", 0, 19, yaml=True,
+            attr="business_write_nice"),
+    Setting("ioMaxPending", _I, 10_000, "requests one I/O worker queues for the business "
+            "pool before answering `SYSTEM_BUSY`", 1, 10_000_000, "requests", yaml=True,
+            attr="io_max_pending"),
+    Setting("businessWindow", _I, 256, "requests one business worker may have in flight "
+            "from one I/O worker", 1, 100_000, "requests", yaml=True, attr="business_window"),
+    Setting("shutdownDrainMillis", _I, 5000, "bound for answering in-flight requests on "
+            "SIGTERM", 0, 600_000, "ms", yaml=True, attr="shutdown_drain_ms"),
+)
+
+BY_KEY: Mapping[str, Setting] = {s.key: s for s in SETTINGS}
+YAML_SETTINGS: Mapping[str, Setting] = {s.key: s for s in SETTINGS if s.yaml}
+PROTECTED_KEYS = frozenset(s.key for s in SETTINGS if s.update is Update.PROTECTED)
+
+
+def java_fields(java_class: str) -> list[str]:
+    """The fields of a Java 4.9.8 config class, in declaration order."""
+    return [s.key for s in SETTINGS if s.java == java_class]
+
+
+JAVA_CLASSES = (_NS, _NETTY)  # registered in this order by Java's NamesrvController
+
+
+def yaml_defaults() -> dict[str, Value]:
+    """Every cluster.yaml setting with its built-in default."""
+    return {k: s.default for k, s in YAML_SETTINGS.items() if s.default is not None}
+
+
+def text_defaults() -> dict[str, str]:
+    """Properties text of every setting that has a fixed default."""
+    return {s.key: s.text(s.default) for s in SETTINGS if s.default is not None}
+
+
+def parse_or_fail(source: str, key: str, raw: str) -> Value:
+    """``BY_KEY[key].parse(raw)``, a bad value raised as ``ConfigError`` naming source and key."""
+    try:
+        return BY_KEY[key].parse(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: key {key}: {exc}") from None
+
+
+# ------------------------------------------------------------------ markdown
+
+
+def _code(value: Value | None) -> str:
+    if value is None:
+        return "derived"
+    if isinstance(value, str):
+        return f"`{value}`"
+    return value_text(value)
+
+
+def _range(s: Setting) -> str:
+    if s.kind is Kind.INT:
+        return "any int" if (s.lo, s.hi) == INT32 else f"{s.lo}–{s.hi}"
+    if s.kind is Kind.BOOL:
+        return "true, false"
+    return "path" if s.kind is Kind.PATH else "one line"
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def markdown_cluster() -> str:
+    """README table: the settings cluster.yaml accepts."""
+    head = ["key", "default", "range", "unit", "UPDATE_NAMESRV_CONFIG", "meaning"]
+    rows = [_row([f"`{s.key}`", _code(s.default), _range(s), s.unit, s.update.value,
+                  s.meaning]) for s in YAML_SETTINGS.values()]
+    return "\n".join([_row(head), _row(["---"] * len(head)), *rows]) + "\n"
+
+
+def markdown_node() -> str:
+    """docs/architecture.md table: every key a node reads from its properties file."""
+    head = ["key", "default", "range", "unit", "GET_NAMESRV_CONFIG", "UPDATE_NAMESRV_CONFIG",
+            "meaning"]
+    rows = [_row([f"`{s.key}`", _code(s.default), _range(s), s.unit,
+                  "always" if s.java else "`all=true`", s.update.value, s.meaning])
+            for s in SETTINGS]
+    return "\n".join([_row(head), _row(["---"] * len(head)), *rows]) + "\n"
+
+
+TABLES = {"cluster": markdown_cluster, "node": markdown_node}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m cluster.settings_schema",
+        description="Print a settings table generated from the schema.")
+    parser.add_argument("--markdown", choices=sorted(TABLES), nargs="?", const="cluster",
+                        required=True, help="cluster: cluster.yaml settings (README); "
+                        "node: every node key (docs/architecture.md)")
+    args = parser.parse_args(argv)
+    sys.stdout.write(TABLES[args.markdown]())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
