@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cluster.audit.collector import CollectPlan, Target, collect, terminal_progress
+from cluster.audit.collector import CollectPlan, Target, TerminalProgress, collect
 from cluster.audit.rows import BoundInputs
+from cluster.client.targets import add_source_args, resolve_args
 from cluster.errors import UserError
 
 if TYPE_CHECKING:
@@ -46,9 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _register_collect(asub: argparse._SubParsersAction) -> None:
     p = asub.add_parser("collect", help="poll every node's snapshot into JSON-lines files")
-    p.add_argument("-c", "--config", help="cluster.yaml (default ./cluster.yaml or the repo's)")
+    add_source_args(p)
     p.add_argument("--node", action="append", type=node_spec, metavar="NAME=HOST:PORT",
-                   help="poll this node instead of the config's nodes (repeatable)")
+                   help="poll this node, under this name (repeatable; instead of -n or -c)")
     p.add_argument("--interval", type=duration, default=2.0, help="between rounds (2s)")
     p.add_argument("--duration", type=duration, default=60.0, help="how long to collect (60s)")
     p.add_argument("--timeout", type=duration, default=None,
@@ -78,15 +79,19 @@ def _register_run(asub: argparse._SubParsersAction) -> None:
 
 
 def _targets_and_bound(args: argparse.Namespace) -> tuple[list[Target], BoundInputs]:
+    """The nodes of ``--node``, else ``-n`` / ``-c`` (``targets.resolve_args``); the bound's
+    timings from the cluster file when there is one, else RocketMQ's defaults."""
     bound = BoundInputs()
     if args.node:
+        if args.namesrv or args.config:
+            raise UserError("--node replaces -n and -c; give one of them")
         targets = list(args.node)
     else:
-        from cluster.config import load_cluster
-
-        cfg = load_cluster(args.config)
-        targets = [Target(n.name, n.host, n.port) for n in cfg.nodes]
-        bound = BoundInputs(cfg.broker_heartbeat_ms, cfg.scan_interval_ms, cfg.expiry_ms)
+        nodes = resolve_args(args)
+        targets = [Target(n.name, n.host, n.port) for n in nodes.nodes]
+        if nodes.config is not None:
+            cfg = nodes.config
+            bound = BoundInputs(cfg.broker_heartbeat_ms, cfg.scan_interval_ms, cfg.expiry_ms)
     if len({t.name for t in targets}) != len(targets):
         raise UserError("two nodes share a name")
     for attr, arg in (("heartbeat_period_ms", args.heartbeat_period),
@@ -102,7 +107,11 @@ def _collect(args: argparse.Namespace) -> int:
     if timeout > args.interval:
         raise UserError("--timeout must not exceed --interval")
     plan = CollectPlan(targets, Path(args.out), args.interval, args.duration, timeout, bound)
-    manifest = collect(plan, terminal_progress())
+    progress = TerminalProgress()
+    try:
+        manifest = collect(plan, progress)
+    finally:
+        progress.close()
     print(f"collected {manifest.rounds} rounds from {len(targets)} nodes into {args.out}")
     return 0
 
@@ -111,7 +120,7 @@ def _run(args: argparse.Namespace) -> int:
     from cluster.audit import report
     from cluster.audit.inputs import BadInput, has_scheme, resolve_input
     from cluster.audit.job import analyse
-    from cluster.audit.session import build_session, has_active_session
+    from cluster.audit.session import StageProgress, build_session, has_active_session
 
     try:
         resolve_input(args.dir)
@@ -120,7 +129,8 @@ def _run(args: argparse.Namespace) -> int:
     owned = not has_active_session()
     spark = build_session(args.master, memory=args.driver_memory)
     try:
-        result = analyse(spark, args.dir, args.bound)
+        with StageProgress(spark.sparkContext):
+            result = analyse(spark, args.dir, args.bound)
     except BadInput as exc:
         return _bad_input(exc)
     finally:

@@ -234,15 +234,37 @@ def collect(plan: CollectPlan, progress: Progress | None = None,
     return manifest
 
 
-def terminal_progress(stream: IO[str] = sys.stderr) -> Progress:
-    """One status line per round; rewritten in place on a terminal."""
-    tty = stream.isatty()
+# A non-terminal stream gets a line for the first and last round, every round in
+# which a node went down or came back, and every EVERY_ROUNDS-th round.
+EVERY_ROUNDS = 10
 
-    def show(result: RoundResult, total: int) -> None:
-        line = f"round {result.round_no + 1}/{total}  {result.status_line()}"
-        stream.write(f"\r\x1b[K{line}" if tty else line + "\n")
-        if tty and result.round_no + 1 == total:
-            stream.write("\n")
-        stream.flush()
 
-    return show
+class TerminalProgress:
+    """Rounds and rows so far on ``stream``: one line rewritten in place on a terminal
+    (``close`` ends it), else one line per event (see ``EVERY_ROUNDS``)."""
+
+    def __init__(self, stream: IO[str] = sys.stderr) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.rows = 0
+        self._last_up: dict[str, bool] = {}
+        self._open = False
+
+    def __call__(self, result: RoundResult, total: int) -> None:
+        self.rows += sum(len(r) for r in result.rows_by_node.values())
+        up = {n: bool(r[0]["available"]) for n, r in result.rows_by_node.items()}
+        done = result.round_no + 1
+        line = f"round {done}/{total} rows {self.rows}  {result.status_line()}"
+        if self.tty:
+            self.stream.write(f"\r\x1b[K{line}")
+            self._open = True
+        elif done in (1, total) or up != self._last_up or done % EVERY_ROUNDS == 0:
+            self.stream.write(line + "\n")
+        self._last_up = up
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self._open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._open = False

@@ -110,3 +110,58 @@ def build_session(master: str = DEFAULT_MASTER, app_name: str = "pynamesrv-audit
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+class StageProgress:
+    """Shows the running Spark stages (``SparkStatusTracker``) while a job runs.
+
+    On a terminal: one line rewritten in place (stages done, the running ones
+    with their tasks); otherwise one line per stage that starts. Use as a
+    context manager around the job; it polls from a daemon thread.
+    """
+
+    def __init__(self, sc: SparkContext, stream: IO[str] | None = None,
+                 period: float = 0.5) -> None:
+        self.sc = sc
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.period = period
+        self.seen: set[int] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="spark-progress")
+
+    def __enter__(self) -> StageProgress:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        if self.tty and self.seen:
+            self.stream.write(f"\r\x1b[Kspark: {len(self.seen)} stages done\n")
+            self.stream.flush()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period):
+            try:
+                self.poll()
+            except Exception:  # the JVM went away under us; the job reports its own error
+                return
+
+    def poll(self) -> None:
+        tracker = self.sc.statusTracker()
+        running = []
+        for sid in sorted(tracker.getActiveStageIds()):
+            info = tracker.getStageInfo(sid)
+            if info is None:
+                continue
+            if sid not in self.seen and not self.tty:
+                self.stream.write(f"spark: stage {sid} started, {info.numTasks} tasks "
+                                  f"({info.name.split(' at ')[0]})\n")
+            self.seen.add(sid)
+            running.append(f"stage {sid} {info.numCompletedTasks}/{info.numTasks} tasks")
+        if self.tty:
+            done = len(self.seen) - len(running)
+            self.stream.write(f"\r\x1b[Kspark: {done} stages done"
+                              + ("; " + ", ".join(running) if running else ""))
+        self.stream.flush()
