@@ -6,9 +6,11 @@ import socket
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cluster.config import REPO_DEFAULT, load_cluster
 from cluster.errors import ConfigError
+from cluster.settings_schema import yaml_defaults
 from supervisor.nodefiles import node_properties, render_properties
 from tests.nodeproc import free_port
 
@@ -52,6 +54,14 @@ def test_repository_default_is_three_local_nodes() -> None:
     assert cfg.expiry_ms == 120000 and cfg.scan_interval_ms == 5000
     assert cfg.broker_heartbeat_ms == 30000
     assert all(n.data_dir == REPO_DEFAULT.parent / "data" / n.name for n in cfg.nodes)
+
+
+def test_repository_default_states_only_what_differs_from_built_in_defaults() -> None:
+    doc = yaml.safe_load(REPO_DEFAULT.read_text(encoding="utf-8"))
+    stated = [doc.get("defaults") or {}, *((n.get("settings") or {}) for n in doc["nodes"])]
+    builtin = yaml_defaults()
+    assert [(k, v) for group in stated for k, v in group.items() if builtin.get(k) == v] == []
+    assert load_cluster(REPO_DEFAULT).nodes[0].settings == builtin
 
 
 def test_nodes_inherit_defaults_and_override_them(tmp_path: Path) -> None:
