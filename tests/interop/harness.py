@@ -42,7 +42,7 @@ NODE_BOOT_S = 60.0
 # Node 1's shell exits at once; the shells of nodes 2 and 3 first wait for the node's
 # "boot success" line (as RocketMQ's start scripts and `tail -f namesrv.log` users do), so
 # the node is fully up, with its parent-death handling armed, when its shell goes away.
-SHELL_WAITS_FOR_BOOT = ("\nfor _ in $(seq {tries}); do grep -q 'boot success' {log} && exit 0;"
+SHELL_WAITS_FOR_BOOT = ("\nfor _ in $(seq {tries}); do grep -qs 'boot success' {log} && exit 0;"
                         " kill -0 $! 2>/dev/null || exit 3; sleep 0.1; done; exit 4")
 REGISTER_S = 60.0
 # mqadmin JVMs run at most this many at a time (2 cores, other suites run alongside).
