@@ -108,7 +108,7 @@ def registered(deployment: Deployment) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def stage1(deployment: Deployment, registered: dict[str, Any]
            ) -> dict[str, subprocess.CompletedProcess[str]]:
-    """clusterList, getNamesrvConfig, updateTopic and updateKvConfig, run together."""
+    """clusterList, getNamesrvConfig, updateTopic, updateKvConfig, getBrokerConfig together."""
     ns = deployment.namesrv
     return deployment.mqadmin_batch({
         "clusterList": ["clusterList", "-n", ns],
@@ -116,6 +116,8 @@ def stage1(deployment: Deployment, registered: dict[str, Any]
         "updateTopic": ["updateTopic", "-n", ns, "-c", CLUSTER, "-t", TOPIC],
         "updateKvConfig": ["updateKvConfig", "-n", ns, "-s", KV_NAMESPACE, "-k", KV_KEY,
                            "-v", KV_VALUE],
+        "getBrokerConfig broker-b": ["getBrokerConfig", "-n", ns,
+                                     "-b", deployment.broker_addr("broker-b/0")],
     })
 
 

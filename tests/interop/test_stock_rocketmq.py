@@ -85,6 +85,19 @@ def test_brokers_registered_on_every_node(deployment: Deployment,
             f"{addr}: clusterAddrTable {info['clusterAddrTable']}"
 
 
+def test_broker_b_registers_compressed(deployment: Deployment, stage1: Results,
+                                       registered: dict[str, Any]) -> None:
+    done = stage1["getBrokerConfig broker-b"]
+    _no_exception(done)
+    config = dict(re.findall(r"^(\S+)\s*=  (.*)$", done.stdout, flags=re.M))
+    assert config.get("compressedRegister") == "true", show(done)
+    addr_b = deployment.broker_addr("broker-b/0")
+    for addr, info in registered.items():
+        assert isinstance(info, dict), f"{addr}: {info}"
+        assert info["brokerAddrTable"].get("broker-b", {}).get("brokerAddrs") == {0: addr_b}, \
+            f"{addr}: compressed registration of broker-b not applied: {info}"
+
+
 # ---------------------------------------------------------------- mqadmin
 
 
