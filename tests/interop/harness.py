@@ -61,8 +61,8 @@ def show(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def answers(addr: str, timeout: float = 5.0) -> str:
-    """"" when ``addr`` answers GET_NAMESRV_CONFIG with SUCCESS on a fresh connection,
-    else why not."""
+    """Why ``addr`` did not answer GET_NAMESRV_CONFIG with SUCCESS on a fresh connection;
+    the empty string when it did."""
     try:
         conn = Conn(addr, timeout=timeout)
     except OSError as exc:
