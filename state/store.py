@@ -23,8 +23,10 @@ TABLES: tuple[str, ...] = (
     "topic", "broker", "cluster", "live", "filter", "channel", "kv", "config", "meta",
     "applied", "applied_queues",
 )
-# Tables whose content is visible in route replies: a real change bumps meta["gen"].
-ROUTE_TABLES = frozenset({"topic", "broker", "cluster", "filter"})
+# Tables whose content is visible in route replies: a real change bumps meta["gen"], which
+# empties every cache of route replies. "kv" and "config" count too: with
+# orderMessageEnable, a reply carries the topic's ORDER_TOPIC_CONFIG entry.
+ROUTE_TABLES = frozenset({"topic", "broker", "cluster", "filter", "kv", "config"})
 # brokerName → digest of the topic table that broker last applied (state.route), and
 # brokerName → the QueueData fields of that table per topic. An entry holds only while the
 # topic table changed through registrations alone: any other change of the topic table
@@ -160,6 +162,11 @@ class Store:
             yield t
             if t.route_changed:
                 txn.put(b"gen", dumps(t.generation() + 1), db=self._dbs["meta"])
+
+    def generation_token(self) -> bytes | None:
+        """The route generation as stored, to compare for equality; one short read."""
+        with self.env.begin(write=False, buffers=False) as txn:
+            return txn.get(b"gen", db=self._dbs["meta"])
 
     def reader_check(self) -> int:
         """Free reader slots of dead processes; returns how many were freed."""

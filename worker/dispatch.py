@@ -14,6 +14,7 @@ import struct
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from worker.wire import LANE_ALL, LANE_READ
 
@@ -26,6 +27,7 @@ _U32 = struct.Struct(">I")
 _I16 = struct.Struct(">h")
 
 Item = tuple[bytes, bytes]  # (conn id, frame)
+Queued = tuple[bytes, bytes, Any]  # (conn id, frame, the caller's tag, handed back on reply)
 
 
 def is_route_read(frame: bytes) -> bool:
@@ -51,7 +53,7 @@ class Peer:
     exited: bool = False  # its process is gone: anything still queued from it is ignored
     stale: int = 0
     others: int = 0  # default-lane requests in flight
-    inflight: deque[tuple[bytes, bytes, bool]] = field(default_factory=deque)
+    inflight: deque[tuple[bytes, bytes, bool, Any]] = field(default_factory=deque)
 
 
 class Dispatcher:
@@ -70,8 +72,8 @@ class Dispatcher:
         self.stopped_after = stopped_after
         self.hung_after = hung_after
         self.forget_after = forget_after
-        self.reads: deque[Item] = deque()
-        self.others: deque[Item] = deque()
+        self.reads: deque[Queued] = deque()
+        self.others: deque[Queued] = deque()
         self.peers: dict[bytes, Peer] = {}
 
     @property
@@ -81,11 +83,14 @@ class Dispatcher:
     def idle(self) -> bool:
         return not self.pending and all(not p.inflight for p in self.peers.values())
 
-    def submit(self, conn: bytes, frame: bytes) -> bool:
-        """Queue a request; False when the queue is full (the caller answers SYSTEM_BUSY)."""
+    def submit(self, conn: bytes, frame: bytes, tag: Any = None) -> bool:
+        """Queue a request; False when the queue is full (the caller answers SYSTEM_BUSY).
+
+        ``tag`` comes back from ``finish`` with the request's reply.
+        """
         if self.pending >= self.max_pending:
             return False
-        (self.reads if is_route_read(frame) else self.others).append((conn, frame))
+        (self.reads if is_route_read(frame) else self.others).append((conn, frame, tag))
         return True
 
     # -- peers -------------------------------------------------------------
@@ -115,7 +120,7 @@ class Dispatcher:
         if not peer.alive:
             return []
         peer.alive = False
-        lost = [(conn, frame) for conn, frame, _ in peer.inflight]
+        lost = [(conn, frame) for conn, frame, _, _ in peer.inflight]
         peer.stale += len(lost)
         peer.inflight.clear()
         peer.others = 0
@@ -151,14 +156,19 @@ class Dispatcher:
 
     def completed(self, peer: Peer) -> bool:
         """One reply arrived from ``peer``; False when it answers an already-failed request."""
+        return self.finish(peer)[0]
+
+    def finish(self, peer: Peer) -> tuple[bool, Any]:
+        """``completed``, and the tag its request was submitted with."""
         if peer.stale:
             peer.stale -= 1
-            return False
-        if peer.inflight:
-            _, _, is_read = peer.inflight.popleft()
-            if not is_read:
-                peer.others -= 1
-        return True
+            return False, None
+        if not peer.inflight:
+            return True, None
+        _, _, is_read, tag = peer.inflight.popleft()
+        if not is_read:
+            peer.others -= 1
+        return True, tag
 
     # -- dispatch ----------------------------------------------------------
 
@@ -189,14 +199,14 @@ class Dispatcher:
         """Workers without default-lane work first, then the least loaded."""
         return self._pick(lambda p: p.others == 0) or self._pick(lambda p: True)
 
-    def _take(self, peer: Peer, queue: deque[Item], is_read: bool) -> list[Item]:
+    def _take(self, peer: Peer, queue: deque[Queued], is_read: bool) -> list[Item]:
         batch: list[Item] = []
         size = 0
         room = min(self.window - len(peer.inflight), MAX_BATCH)
         while queue and len(batch) < room and size < MAX_BATCH_BYTES:
-            conn, frame = queue.popleft()
+            conn, frame, tag = queue.popleft()
             batch.append((conn, frame))
-            peer.inflight.append((conn, frame, is_read))
+            peer.inflight.append((conn, frame, is_read, tag))
             size += len(frame)
         if not is_read:
             peer.others += len(batch)

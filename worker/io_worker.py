@@ -30,9 +30,11 @@ import zmq
 from cluster.protocol.codes import ResponseCode
 from cluster.protocol.command import response_to
 from cluster.protocol.frame import FrameError, FrameReader, decode_command, encode_command
+from state.store import Store
 from worker import wire
-from worker.dispatch import Dispatcher, Peer
+from worker.dispatch import Dispatcher, Peer, is_route_read
 from worker.procs import announce_ready, io_endpoint, start_worker_process, stopped_or_gone
+from worker.route_replies import RouteReplies, header_key, learnable
 
 log = logging.getLogger("pynamesrv.io")
 
@@ -49,6 +51,7 @@ class IoConfig:
     host: str
     port: int
     run: str
+    store_path: str
     frame_max: int
     idle_timeout_s: float
     max_pending: int
@@ -84,8 +87,7 @@ class Connection(asyncio.Protocol):
                         self.conn_id.decode(), str(exc))
             self.close(abort=True)
             return
-        for frame in frames:
-            self.hub.submit(self.conn_id, frame)
+        self.hub.on_frames(self, frames)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.hub.remove(self)
@@ -114,8 +116,10 @@ class Connection(asyncio.Protocol):
 class Hub:
     """Connection table, the business-pool dispatcher and the ZeroMQ side of this worker."""
 
-    def __init__(self, cfg: IoConfig, loop: asyncio.AbstractEventLoop, router: zmq.Socket) -> None:
+    def __init__(self, cfg: IoConfig, loop: asyncio.AbstractEventLoop, router: zmq.Socket,
+                 replies: RouteReplies) -> None:
         self.cfg = cfg
+        self.replies = replies
         self.loop = loop
         self.router = router
         self.conns: dict[bytes, Connection] = {}
@@ -157,8 +161,31 @@ class Hub:
 
     # -- requests ----------------------------------------------------------
 
-    def submit(self, conn_id: bytes, frame: bytes) -> None:
-        if not self.lanes.submit(conn_id, frame):
+    def on_frames(self, conn: Connection, frames: list[bytes]) -> None:
+        """Answer the route lookups whose reply is known; send everything else to the pool."""
+        out: list[bytes] = []
+        fresh = False
+        replies = self.replies
+        for frame in frames:
+            found = header_key(frame) if is_route_read(frame) else None
+            if found is None:
+                self.submit(conn.conn_id, frame)
+                continue
+            if not fresh:  # once per chunk: every write acknowledged before it is seen
+                replies.refresh()
+                fresh = True
+            reply = replies.answer(*found)
+            if reply is not None:
+                out.append(reply)
+            elif learnable(frame):
+                self.submit(conn.conn_id, frame, (found[0], replies.generation))
+            else:
+                self.submit(conn.conn_id, frame)
+        if out:
+            conn.write(out[0] if len(out) == 1 else b"".join(out))
+
+    def submit(self, conn_id: bytes, frame: bytes, tag: object = None) -> None:
+        if not self.lanes.submit(conn_id, frame, tag):
             self.answer_error(conn_id, frame, ResponseCode.SYSTEM_BUSY, BUSY_REMARK)
             return
         self._schedule_flush()
@@ -292,8 +319,11 @@ class Hub:
         """Write replies, one write per connection per batch."""
         out: dict[bytes, list[bytes]] = {}
         for conn_id, reply in replies:
-            if self.lanes.completed(peer) and reply:
+            answered, tag = self.lanes.finish(peer)
+            if answered and reply:
                 out.setdefault(conn_id, []).append(reply)
+                if tag is not None:
+                    self.replies.learn(tag[0], tag[1], reply)
         for conn_id, chunks in out.items():
             conn = self.conns.get(conn_id)
             if conn is None:
@@ -345,7 +375,8 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(Path(cfg.run) / f"io-{cfg.index}.ipc")
     router.bind(io_endpoint(Path(cfg.run), cfg.index))
-    hub = Hub(cfg, loop, router)
+    store = Store.open(Path(cfg.store_path))
+    hub = Hub(cfg, loop, router, RouteReplies(store.generation_token))
     loop.add_reader(router.getsockopt(zmq.FD), hub.on_router_readable)
     listener = _listen_socket(cfg.host, cfg.port)
     server = await loop.create_server(lambda: Connection(hub), sock=listener)
@@ -365,6 +396,7 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
     loop.remove_reader(router.getsockopt(zmq.FD))
     hub.unwatch_all()
     router.close(0)
+    store.close()
 
 
 async def _drain(hub: Hub, bound_s: float) -> None:

@@ -95,6 +95,7 @@ class Controller:
         s = self.s
         return [Child("io", i, run_io, IoConfig(
             index=i, parent=os.getpid(), host=s.host, port=s.port, run=str(self.run_path),
+            store_path=str(self.store_path),
             frame_max=s.frame_max,
             idle_timeout_s=float(s.idle_timeout_s), max_pending=s.io_max_pending,
             window=s.business_window, drain_ms=s.shutdown_drain_ms))

@@ -1,0 +1,89 @@
+"""Route lookups answered from the I/O worker's templates are never stale: each read
+reflects every write acknowledged before the read was sent, on any connection."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from cluster.protocol.codes import RequestCode, ResponseCode, SerializeType
+from cluster.protocol.command import RemotingCommand
+from tests.nodeproc import Conn, NodeProcess
+
+pytestmark = pytest.mark.integration
+
+TOPIC = "FreshTopic"
+READERS = 6
+RUN_S = 6.0
+BROKER = {"brokerName": "broker-f", "brokerAddr": "127.0.0.1:10911",
+          "clusterName": "C", "haServerAddr": "127.0.0.1:10912", "brokerId": "0",
+          "compressed": "false", "bodyCrc32": "0"}
+
+
+def register(queues: int) -> RemotingCommand:
+    """broker-f's table with ``queues`` write queues for TOPIC, data version ``queues``."""
+    table = {TOPIC: {"order": False, "perm": 6, "readQueueNums": 4, "topicFilterType":
+                     "SINGLE_TAG", "topicName": TOPIC, "topicSysFlag": 0,
+                     "writeQueueNums": queues}}
+    body = orjson.dumps({"filterServerList": [], "topicConfigSerializeWrapper": {
+        "dataVersion": {"counter": queues, "timestamp": queues}, "topicConfigTable": table}})
+    return RemotingCommand(code=RequestCode.REGISTER_BROKER, version=409, ext_fields=BROKER,
+                           body=body)
+
+
+def lookup(stype: SerializeType) -> RemotingCommand:
+    return RemotingCommand(code=RequestCode.GET_ROUTEINFO_BY_TOPIC, version=409,
+                           ext_fields={"topic": TOPIC}, serialize_type=stype)
+
+
+def queues_in(reply: RemotingCommand) -> int:
+    assert reply.code == ResponseCode.SUCCESS, (reply.code, reply.remark)
+    return int(orjson.loads(reply.body or b"{}")["queueDatas"][0]["writeQueueNums"])
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[NodeProcess]:
+    n = NodeProcess(tmp_path / "n").start()
+    yield n
+    n.stop()
+
+
+def test_no_read_is_older_than_an_acknowledged_write(node: NodeProcess) -> None:
+    writer = Conn(node.addr)
+    assert writer.call(register(1)).code == ResponseCode.SUCCESS
+    acked = [1]  # the newest write acknowledged so far
+    stale: list[str] = []
+    reads = [0] * READERS
+    stop = threading.Event()
+
+    def read(index: int) -> None:
+        conn = Conn(node.addr)
+        stype = SerializeType.ROCKETMQ if index % 2 else SerializeType.JSON
+        while not stop.is_set():
+            floor = acked[0]  # taken before the request is sent
+            seen = queues_in(conn.call(lookup(stype)))
+            if seen < floor:
+                stale.append(f"reader {index} saw {seen} after write {floor} was acknowledged")
+            reads[index] += 1
+        conn.close()
+
+    threads = [threading.Thread(target=read, args=(i,), daemon=True) for i in range(READERS)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + RUN_S
+    queues = 1
+    while time.monotonic() < deadline:
+        queues += 1
+        assert writer.call(register(queues)).code == ResponseCode.SUCCESS
+        acked[0] = queues
+    stop.set()
+    for t in threads:
+        t.join(10)
+    assert not stale, stale[:5]
+    assert queues > 20 and min(reads) > 20, (queues, reads)
+    assert queues_in(Conn(node.addr).call(lookup(SerializeType.JSON))) == queues

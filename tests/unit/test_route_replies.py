@@ -1,0 +1,114 @@
+"""Route replies answered in the I/O worker: keys, templates, generations, bounds."""
+
+from __future__ import annotations
+
+import pytest
+
+from cluster.protocol.codes import FLAG_ONEWAY, ResponseCode, SerializeType
+from cluster.protocol.command import RemotingCommand, response_to
+from cluster.protocol.frame import encode_command
+from worker.route_replies import RouteReplies, header_key, learnable, template_of
+
+STYPES = (SerializeType.JSON, SerializeType.ROCKETMQ)
+
+
+def request(opaque: int, topic: str = "T", stype: SerializeType = SerializeType.JSON,
+            version: int = 409, flag: int = 0, **ext: str) -> bytes:
+    cmd = RemotingCommand(code=105, opaque=opaque, version=version, flag=flag,
+                          ext_fields={"topic": topic, **ext}, serialize_type=stype)
+    return encode_command(cmd)[4:]
+
+
+def reply_to(frame_opaque: int, stype: SerializeType, body: bytes | None = b'{"x":1}',
+             code: int = ResponseCode.SUCCESS) -> bytes:
+    req = RemotingCommand(code=105, opaque=frame_opaque, serialize_type=stype)
+    remark = None if code == ResponseCode.SUCCESS else "No topic route info"
+    return encode_command(response_to(req, code, remark, body=body))
+
+
+@pytest.mark.parametrize("stype", STYPES)
+def test_a_rendered_template_equals_the_real_reply(stype: SerializeType) -> None:
+    template = template_of(reply_to(7, stype))
+    assert template is not None
+    for opaque in (0, 1, -5, 123456, 2**31 - 1, -(2**31)):
+        key = header_key(request(opaque, stype=stype))
+        assert key is not None
+        assert template.render(key[1]) == reply_to(opaque, stype)
+
+
+@pytest.mark.parametrize("stype", STYPES)
+def test_topic_not_exist_replies_are_templates_too(stype: SerializeType) -> None:
+    template = template_of(reply_to(3, stype, body=None, code=ResponseCode.TOPIC_NOT_EXIST))
+    key = header_key(request(99, stype=stype))
+    assert template is not None and key is not None
+    assert template.render(key[1]) == reply_to(99, stype, None, ResponseCode.TOPIC_NOT_EXIST)
+
+
+@pytest.mark.parametrize("code", [ResponseCode.SYSTEM_ERROR, ResponseCode.SYSTEM_BUSY])
+def test_errors_are_never_templates(code: int) -> None:
+    for stype in STYPES:
+        assert template_of(reply_to(1, stype, None, code)) is None
+
+
+@pytest.mark.parametrize("stype", STYPES)
+def test_the_key_is_the_header_but_its_opaque(stype: SerializeType) -> None:
+    key = header_key(request(1, stype=stype))
+    assert key is not None and header_key(request(2, stype=stype))[0] == key[0]  # type: ignore[index]
+    for other in (request(1, topic="U", stype=stype), request(1, stype=stype, version=317),
+                  request(1, stype=stype, acceptStandardJsonOnly="true")):
+        assert header_key(other)[0] != key[0]  # type: ignore[index]
+
+
+def test_a_json_opaque_must_be_a_plain_int32() -> None:
+    good = request(5)
+    for bad_digits in (b"2147483648", b"05", b"5.0"):
+        assert header_key(good.replace(b'"opaque":5', b'"opaque":' + bad_digits)) is None
+
+
+def test_only_well_formed_two_way_route_requests_are_learned() -> None:
+    for stype in STYPES:
+        assert learnable(request(1, stype=stype))
+        assert not learnable(request(1, stype=stype, flag=FLAG_ONEWAY))
+        no_topic = RemotingCommand(code=105, opaque=1, serialize_type=stype)
+        assert not learnable(encode_command(no_topic)[4:])
+        other = RemotingCommand(code=106, opaque=1, ext_fields={"topic": "T"},
+                                serialize_type=stype)
+        assert not learnable(encode_command(other)[4:])
+    twice = request(1).replace(b'"opaque":1', b'"opaque":1,"opaque":1')
+    assert not learnable(twice)
+
+
+class Generations:
+    def __init__(self) -> None:
+        self.value: bytes | None = b"1"
+
+    def __call__(self) -> bytes | None:
+        return self.value
+
+
+def test_a_template_serves_only_its_generation() -> None:
+    gen = Generations()
+    cache = RouteReplies(gen)
+    cache.refresh()
+    key, digits = header_key(request(1))  # type: ignore[misc]
+    cache.learn(key, b"1", reply_to(1, SerializeType.JSON))
+    assert cache.answer(key, b"42") == reply_to(42, SerializeType.JSON)
+    gen.value = b"2"
+    cache.refresh()
+    assert cache.answer(key, b"42") is None
+    cache.learn(key, b"1", reply_to(1, SerializeType.JSON))  # sent before the write: not kept
+    assert cache.answer(key, b"42") is None
+    cache.learn(key, b"2", reply_to(1, SerializeType.JSON))
+    assert cache.answer(key, digits) == reply_to(1, SerializeType.JSON)
+
+
+def test_the_cache_is_bounded_in_bytes() -> None:
+    cache = RouteReplies(Generations(), max_bytes=2000)
+    cache.refresh()
+    body = b"x" * 300
+    for i in range(20):
+        key, _ = header_key(request(1, topic=f"T{i}"))  # type: ignore[misc]
+        cache.learn(key, b"1", reply_to(1, SerializeType.JSON, body))
+    assert 0 < cache.size <= 2000 and len(cache.templates) < 20
+    newest, _ = header_key(request(1, topic="T19"))  # type: ignore[misc]
+    assert newest in cache.templates
