@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from state.javaorder import hashmap_order
-from state.route import public_broker_data
+from state.route import java_order, public_broker_data
 from state.store import Txn
 
 FLAG_UNIT = 1  # TopicSysFlag bits
@@ -59,8 +59,8 @@ def cluster_info(t: Txn) -> tuple[dict[str, Any], dict[str, list[str]]]:
     """(brokerAddrTable, clusterAddrTable) in Java HashMap order."""
     brokers = dict(t.items("broker"))
     clusters = dict(t.items("cluster"))
-    bat = {n: public_broker_data(brokers[n]) for n in hashmap_order(brokers)}
-    cat = {c: hashmap_order(clusters[c]) for c in hashmap_order(clusters)}
+    bat = {n: public_broker_data(brokers[n]) for n in java_order(t, "broker", brokers)}
+    cat = {c: hashmap_order(clusters[c]) for c in java_order(t, "cluster", clusters)}
     return bat, cat
 
 
@@ -76,14 +76,15 @@ def topics_by_cluster(t: Txn, cluster: str) -> list[str]:
 
 
 def system_topics(t: Txn) -> tuple[list[str], str | None]:
-    """Every cluster name and broker name, plus the first address of the first broker."""
+    """Every cluster name and the broker names of its set (clusterAddrTable), plus the first
+    address of the first broker."""
     brokers = dict(t.items("broker"))
-    names = set(brokers)
+    names: set[str] = set()
     for cluster, members in t.items("cluster"):
         names.add(cluster)
         names.update(members)
     first_addr = None
-    for name in hashmap_order(brokers):
+    for name in java_order(t, "broker", brokers):
         addrs = public_broker_data(brokers[name])["brokerAddrs"]
         if addrs:
             first_addr = next(iter(addrs.values()))
@@ -103,8 +104,15 @@ def unit_topics(t: Txn, code: int) -> list[str]:
     """Codes 311/312/313: topics whose first QueueData has the matching topicSysFlag."""
     keep = _unit_filter(code)
     out = [topic for topic, qmap in t.items("topic")
-           if qmap and keep(next(iter(qmap.values()))["topicSysFlag"])]
+           if qmap and keep(_first_queue_data(qmap)["topicSysFlag"])]
     return hashmap_order(out)
+
+
+def _first_queue_data(qmap: dict[str, Any]) -> dict[str, Any]:
+    """The QueueData Java's HashMap (keyed by broker name) iterates first."""
+    if len(qmap) == 1:
+        return next(iter(qmap.values()))
+    return qmap[hashmap_order(qmap)[0]]
 
 
 def broker_member_group(t: Txn, name: str) -> dict[int, str]:

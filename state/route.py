@@ -38,6 +38,7 @@ from typing import Any
 import orjson
 
 from cluster.protocol.bodies import QueueFields, queue_fields
+from state.javaorder import string_hash
 from state.store import APPLIED, APPLIED_QUEUES, Store, Txn, dumps
 
 PERM_WRITE = 2
@@ -68,6 +69,47 @@ def public_broker_data(bd: dict[str, Any]) -> dict[str, Any]:
     addrs = {int(k): v for k, v in bd["brokerAddrs"].items()}
     return {"brokerAddrs": dict(sorted(addrs.items())), "brokerName": bd["brokerName"],
             "cluster": bd["cluster"]}
+
+
+# ---------------------------------------------------------------- Java HashMap order
+
+# Where 4.9 takes "the first" entry of brokerAddrTable or clusterAddrTable, the answer is
+# the HashMap's iteration order: bucket by bucket (a table that never shrinks, created
+# with these capacities by RouteInfoManager), and within a bucket in insertion order.
+# The capacity reached and each key's insertion number live in the `meta` table.
+HASHMAP_CAPACITY = {"cluster": 32, "broker": 128}
+
+
+def _hm_key(table: str, what: str) -> str:
+    return f"hashmap:{table}:{what}"
+
+
+def _hm_added(t: Txn, table: str, key: str) -> None:
+    """`key` was just created in `table`: number it and grow the capacity as Java would."""
+    seq = (t.get("meta", _hm_key(table, "next")) or 0) + 1
+    t.put("meta", _hm_key(table, "next"), seq)
+    t.put("meta", _hm_key(table, f"key:{key}"), seq)
+    cap = t.get("meta", _hm_key(table, "capacity")) or HASHMAP_CAPACITY[table]
+    size = len(t.keys(table))
+    while size > cap * 3 // 4:
+        cap *= 2
+    t.put("meta", _hm_key(table, "capacity"), cap)
+
+
+def _hm_removed(t: Txn, table: str, key: str) -> None:
+    t.delete("meta", _hm_key(table, f"key:{key}"))
+
+
+def java_order(t: Txn, table: str, keys: Iterable[str]) -> list[str]:
+    """`keys` of `table` in the order Java's HashMap iterates them."""
+    mask = (t.get("meta", _hm_key(table, "capacity")) or HASHMAP_CAPACITY[table]) - 1
+
+    def position(key: str) -> tuple[int, int]:
+        h = string_hash(key) & 0xFFFFFFFF
+        seq = t.get("meta", _hm_key(table, f"key:{key}")) or 0
+        return ((h ^ (h >> 16)) & mask, seq)
+
+    return sorted(keys, key=position)
 
 
 # ---------------------------------------------------------------- registration
@@ -135,8 +177,11 @@ def register_broker(t: Txn, cluster: str, addr: str, name: str, broker_id: int,
 
 
 def _add_to_cluster(t: Txn, cluster: str, name: str) -> None:
-    names = t.get("cluster", cluster) or []
-    if name not in names:
+    names = t.get("cluster", cluster)
+    if names is None:
+        t.put("cluster", cluster, [name])
+        _hm_added(t, "cluster", cluster)
+    elif name not in names:
         t.put("cluster", cluster, [*names, name])
 
 
@@ -169,12 +214,15 @@ def _already_applied(t: Txn, name: str, table: TopicTable) -> bool:
 def _put_broker_addr(t: Txn, cluster: str, name: str, bid: str, addr: str) -> None:
     """Id switch + put."""
     bd = t.get("broker", name)
+    created = bd is None
     if bd is None:
         bd = {"brokerAddrs": {}, "brokerName": name, "cluster": cluster}
     addrs = {k: v for k, v in bd["brokerAddrs"].items() if not (v == addr and k != bid)}
     addrs[bid] = addr
     bd["brokerAddrs"] = dict(sorted(addrs.items(), key=lambda kv: int(kv[0])))
     t.put("broker", name, bd)
+    if created:
+        _hm_added(t, "broker", name)
 
 
 def _apply_topic_table(t: Txn, name: str, table: TopicTable) -> None:
@@ -284,15 +332,17 @@ def _remove_live(t: Txn, addr: str) -> None:
 
 def _remove_broker_name(t: Txn, name: str, cluster: str | None) -> None:
     """A broker name vanished: drop it from its cluster and from every topic."""
-    if cluster is None:
-        cluster = next((c for c, names in t.items("cluster") if name in names), None)
+    if cluster is None:  # the first cluster holding it, in Java's iteration order
+        holding = [c for c, names in t.items("cluster") if name in names]
+        cluster = java_order(t, "cluster", holding)[0] if holding else None
     names = t.get("cluster", cluster) if cluster is not None else None
-    if names is not None and name in names:
+    if cluster is not None and names is not None and name in names:
         rest = [n for n in names if n != name]
         if rest:
-            t.put("cluster", cluster, rest)  # type: ignore[arg-type]
+            t.put("cluster", cluster, rest)
         else:
-            t.delete("cluster", cluster)  # type: ignore[arg-type]
+            t.delete("cluster", cluster)
+            _hm_removed(t, "cluster", cluster)
     remove_queue_datas(t, {name})
     t.delete(APPLIED, name)
     t.delete(APPLIED_QUEUES, name)
@@ -320,6 +370,7 @@ def unregister_broker(t: Txn, cluster: str, addr: str, name: str, broker_id: int
         t.put("broker", name, bd)
         return
     t.delete("broker", name)
+    _hm_removed(t, "broker", name)
     _remove_broker_name(t, name, cluster)
 
 
@@ -327,15 +378,16 @@ def destroy_addr(t: Txn, addr: str) -> bool:
     """4.9 onChannelDestroy for one broker address; True if anything was removed."""
     found = t.get("live", addr) is not None or t.get("filter", addr) is not None
     _remove_live(t, addr)
-    for name, bd in t.items("broker"):
+    holding = {name: bd for name, bd in t.items("broker") if addr in bd["brokerAddrs"].values()}
+    for name in java_order(t, "broker", holding)[:1]:  # the first BrokerData holding it
+        bd = holding[name]
         ids = [k for k, v in bd["brokerAddrs"].items() if v == addr]
-        if not ids:
-            continue
         bd["brokerAddrs"].pop(ids[0])
         if bd["brokerAddrs"]:
             t.put("broker", name, bd)
         else:
             t.delete("broker", name)
+            _hm_removed(t, "broker", name)
             _remove_broker_name(t, name, None)
         return True
     return found

@@ -144,7 +144,12 @@ class BusinessWorker:
 
 
 def _system_error(cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
-    return response_to(cmd, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+    """As in 4.9, a failure reply comes from the remoting layer: JSON whatever the request."""
+    from cluster.protocol.codes import SerializeType
+
+    reply = response_to(cmd, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+    reply.serialize_type = SerializeType.JSON
+    return reply
 
 
 def run(cfg: BusinessConfig) -> None:

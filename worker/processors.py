@@ -15,8 +15,8 @@ from typing import Any
 import orjson
 
 from cluster.protocol import bodies
-from cluster.protocol.codes import V4_9_4, RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand, response_to
+from cluster.protocol.codes import V4_9_4, RequestCode, ResponseCode, SerializeType
+from cluster.protocol.command import RemotingCommand, java_int, response_to
 from cluster.protocol.lenient import loads_lenient
 from cluster.protocol.properties import PropertiesError, parse_properties
 from state import kvconfig, nsconfig, queries, route
@@ -114,7 +114,9 @@ def _register_body(cmd: RemotingCommand, now: int) -> bodies.RegisterBody:
 
 
 def _crc_ok(cmd: RemotingCommand) -> bool:
-    expected = int(cmd.field("bodyCrc32") or 0)
+    """Java's check: a bodyCrc32 that is not an int32 (Integer.parseInt fails) stays 0,
+    and 0 disables the check."""
+    expected = java_int(cmd.field("bodyCrc32")) or 0
     return expected == 0 or expected == bodies.crc32_java(cmd.body or b"")
 
 
@@ -169,8 +171,8 @@ def _needs_queues(ctx: NodeContext, cmd: RemotingCommand, dv: dict[str, int],
 
 def register_broker(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                     ) -> RemotingCommand:
-    if not _crc_ok(cmd):
-        return response_to(cmd, RC.SYSTEM_ERROR, "crc32 not match")
+    if not _crc_ok(cmd):  # the reply was made with RegisterBrokerResponseHeader: extFields {}
+        return response_to(cmd, RC.SYSTEM_ERROR, "crc32 not match", ext_fields={})
     now = ctx.clock()
     dv, filters, table = _registration(ctx, cmd, now)
     timeout = cmd.field("heartbeatTimeoutMillis")
@@ -193,9 +195,14 @@ def unregister_broker(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer
 
 def query_data_version(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                        ) -> RemotingCommand:
-    dv = loads_lenient(cmd.body) if cmd.body else None
+    if not cmd.body:
+        raise MissingField("QUERY_DATA_VERSION body (DataVersion) is null")
+    dv = loads_lenient(cmd.body)
+    addr = cmd.field("brokerAddr")
+    if addr is None:  # Java looks up a null address: no live entry, so changed, no body
+        return _ok(cmd, {"changed": "true"})
     with ctx.store.write() as t:
-        changed, stored = route.query_data_version(t, _field(cmd, "brokerAddr"), dv, ctx.clock())
+        changed, stored = route.query_data_version(t, addr, dv, ctx.clock())
     body = bodies.encode_data_version(stored) if stored is not None else None
     return _ok(cmd, {"changed": "true" if changed else "false"}, body)
 
@@ -226,12 +233,12 @@ def _route_body(ctx: NodeContext, t: Any, topic: str, standard: bool) -> bytes |
 
 def get_routeinfo_by_topic(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                            ) -> RemotingCommand:
-    topic = _field(cmd, "topic")
+    topic = cmd.field("topic")
     standard = cmd.version >= V4_9_4 or _flag(cmd, "acceptStandardJsonOnly")
     with ctx.store.read() as t:
-        body = _route_body(ctx, t, topic, standard)
+        body = None if topic is None else _route_body(ctx, t, topic, standard)
     if body is None:
-        remark = (f"No topic route info in name server for the topic: {topic}"
+        remark = (f"No topic route info in name server for the topic: {_jstr(topic)}"
                   f"\nSee {FAQ_URL} for further details.")
         return response_to(cmd, RC.TOPIC_NOT_EXIST, remark)
     return _ok(cmd, body=body)
@@ -297,22 +304,30 @@ def get_unit_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, pe
 
 def wipe_write_perm(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                     ) -> RemotingCommand:
-    with ctx.store.write() as t:
-        count = route.change_write_perm(t, _field(cmd, "brokerName"), add=False)
+    name = cmd.field("brokerName")  # Java counts the topics of a null name: none
+    count = 0
+    if name is not None:
+        with ctx.store.write() as t:
+            count = route.change_write_perm(t, name, add=False)
     return _ok(cmd, {"wipeTopicCount": str(count)})
 
 
 def add_write_perm(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                    ) -> RemotingCommand:
-    with ctx.store.write() as t:
-        count = route.change_write_perm(t, _field(cmd, "brokerName"), add=True)
+    name = cmd.field("brokerName")
+    count = 0
+    if name is not None:
+        with ctx.store.write() as t:
+            count = route.change_write_perm(t, name, add=True)
     return _ok(cmd, {"addTopicCount": str(count)})
 
 
 def delete_topic(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                  ) -> RemotingCommand:
-    with ctx.store.write() as t:
-        route.delete_topic(t, _field(cmd, "topic"), cmd.field("clusterName"))
+    topic = cmd.field("topic")  # Java removes the null key: nothing
+    if topic is not None:
+        with ctx.store.write() as t:
+            route.delete_topic(t, topic, cmd.field("clusterName"))
     return _ok(cmd)
 
 
@@ -402,7 +417,16 @@ def _dispatch(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
     try:
         return handler(ctx, cmd, channel, peer)
     except Exception as exc:
-        return response_to(cmd, RC.SYSTEM_ERROR, _error_remark(exc))
+        return system_error(cmd, exc)
+
+
+def system_error(cmd: RemotingCommand, exc: BaseException) -> RemotingCommand:
+    """The reply to a request whose processing failed. As in 4.9, the remoting layer makes
+    it, not the processor, so it keeps the server's default encoding (JSON) whatever
+    the request's encoding."""
+    reply = response_to(cmd, RC.SYSTEM_ERROR, _error_remark(exc))
+    reply.serialize_type = SerializeType.JSON
+    return reply
 
 
 def handle(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from cluster.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, SERVER_VERSION, SerializeType
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+_INT32_TEXT = re.compile(r"[+-]?[0-9]+")
 
 
 @dataclass(slots=True)
@@ -31,6 +35,15 @@ class RemotingCommand:
         """One extFields value, or None when absent (Java's missing-field semantics)."""
         ext = self.ext_fields
         return None if ext is None else ext.get(name)
+
+
+def java_int(text: str | None) -> int | None:
+    """``Integer.parseInt`` of a header value: None when Java's parse fails (the field then
+    keeps its default)."""
+    if text is None or not _INT32_TEXT.fullmatch(text):
+        return None
+    value = int(text)
+    return value if INT32_MIN <= value <= INT32_MAX else None
 
 
 def response_to(

@@ -15,6 +15,7 @@ import orjson
 from cluster.protocol import fastjson
 from cluster.protocol.codes import DEFAULT_MAX_FRAME, LANGUAGE_BY_NAME, LANGUAGES, SerializeType
 from cluster.protocol.command import RemotingCommand
+from cluster.protocol.lenient import loads_lenient
 
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
@@ -149,10 +150,13 @@ def _java_string(v: Any) -> str | None:
 
 
 def _language(v: Any) -> str | None:
+    """fastjson's enum rules: an unknown name is null, an ordinal out of range is an error."""
     if isinstance(v, str):
         return v if v in LANGUAGE_BY_NAME else None
-    if isinstance(v, int) and 0 <= v < len(LANGUAGES):
-        return LANGUAGES[v]
+    if isinstance(v, int) and not isinstance(v, bool):
+        if 0 <= v < len(LANGUAGES):
+            return LANGUAGES[v]
+        raise _bad(f"language ordinal {v} out of range")
     return None
 
 
@@ -172,8 +176,6 @@ def _decode_json_header(header: bytes) -> RemotingCommand:
     try:
         obj = orjson.loads(header)
     except orjson.JSONDecodeError:
-        from cluster.protocol.lenient import loads_lenient
-
         try:
             obj = loads_lenient(header)
         except ValueError as exc:

@@ -183,8 +183,10 @@ def test_query_data_version(ctx: NodeContext) -> None:
     assert same.ext_fields == {"changed": "false"} and body_json(same) == dv
     other = call(ctx, request(322, ext, b'{"counter":1,"timestamp":1}'))
     assert other.ext_fields == {"changed": "true"}
-    no_body = call(ctx, request(322, ext))
-    assert (no_body.code, no_body.ext_fields) == (0, {"changed": "true"})
+    no_body = call(ctx, request(322, ext))  # 4.9: NullPointerException
+    assert (no_body.code, no_body.ext_fields) == (RC.SYSTEM_ERROR, None)
+    no_addr = call(ctx, request(322, {"brokerName": "a"}, orjson.dumps(dv)))
+    assert (no_addr.code, no_addr.ext_fields, no_addr.body) == (0, {"changed": "true"}, None)
     unknown = call(ctx, request(322, {**ext, "brokerAddr": "x:1"}, orjson.dumps(dv)))
     assert unknown.ext_fields == {"changed": "true"} and unknown.body is None
 
