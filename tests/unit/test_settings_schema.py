@@ -148,6 +148,13 @@ def test_live_settings_have_no_start_time_attribute() -> None:
     assert all(not s.attr for s in SETTINGS if s.update in (Update.LIVE, Update.IGNORED))
 
 
+def test_every_live_setting_is_read_from_the_shared_config_at_use() -> None:
+    source = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "worker").glob("*.py"))
+    unread = [s.key for s in SETTINGS if s.update is Update.LIVE
+              and not re.search(rf'nsconfig\.get_(bool|int)\(t, "{s.key}"\)', source)]
+    assert unread == []
+
+
 def test_only_java_keys_are_kept_for_the_next_start() -> None:
     assert all(s.java for s in SETTINGS if s.update in (Update.RESTART, Update.IGNORED))
 
