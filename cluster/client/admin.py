@@ -278,9 +278,9 @@ def register(sub: argparse._SubParsersAction) -> None:
               "update one configuration key on every node")
     p.add_argument("-k", "--key", required=True)
     p.add_argument("-v", "--value", required=True)
-    for name, fn, verb in (("wipeWritePerm", wipe_write_perm, "Wipe"),
-                           ("addWritePerm", add_write_perm, "Add")):
-        p = _verb(sub, name, fn, f"{verb} write perm of a broker on every node")
+    for name, perm_verb, verb in (("wipeWritePerm", wipe_write_perm, "Wipe"),
+                                  ("addWritePerm", add_write_perm, "Add")):
+        p = _verb(sub, name, perm_verb, f"{verb} write perm of a broker on every node")
         p.add_argument("-b", "--brokerName", dest="broker_name", required=True)
     p = _verb(sub, "deleteTopic", delete_topic,
               "delete a topic of a cluster on every node (the NameServer part); "

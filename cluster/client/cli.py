@@ -93,10 +93,10 @@ def _sim_ticks(sim: BrokerSimulation, args: argparse.Namespace,
 
 
 def _broker_sim(args: argparse.Namespace) -> int:
-    nodes = resolve_args(args)
+    node_set = resolve_args(args)
     try:
-        opts = _sim_options(args, nodes)
-        sim = BrokerSimulation(nodes.addrs, groups=args.brokers, slaves=args.slaves,
+        opts = _sim_options(args, node_set)
+        sim = BrokerSimulation(node_set.addrs, groups=args.brokers, slaves=args.slaves,
                                cluster=args.cluster, topics=args.topics, queues=args.queues,
                                perm=args.perm, opts=opts, seed=args.seed,
                                prefix=args.broker_prefix)
