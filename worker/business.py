@@ -49,7 +49,6 @@ class BusinessWorker:
 
         self.cfg = cfg
         self.ident = f"b{cfg.index}-{os.getpid()}".encode()
-        self.pid = str(os.getpid()).encode()
         self.store = Store.open(Path(cfg.store_path))
         self.ctx = NodeContext.build(self.store, cfg)
         self.sockets = [self._dealer(zctx, i) for i in range(cfg.io_workers)]
@@ -58,6 +57,7 @@ class BusinessWorker:
             self.poller.register(s, zmq.POLLIN)
         self.running = True
         self.lane = wire.LANE_READ if cfg.read_only else wire.LANE_ALL
+        self.hello_message = wire.hello(self.lane, os.getpid())
         self.next_hello = 0.0
 
     def _dealer(self, zctx: zmq.Context, index: int) -> zmq.Socket:
@@ -72,7 +72,7 @@ class BusinessWorker:
 
     def hello(self) -> None:
         for sock in self.sockets:
-            self._send(sock, [wire.HELLO, self.lane, self.pid])
+            self._send(sock, self.hello_message)
         self.next_hello = time.monotonic() + wire.HEARTBEAT_S
 
     def _hello_if_due(self) -> None:
@@ -80,10 +80,10 @@ class BusinessWorker:
         if time.monotonic() >= self.next_hello:
             self.hello()
 
-    def _send(self, sock: zmq.Socket, parts: list[bytes]) -> None:
+    def _send(self, sock: zmq.Socket, message: bytes) -> None:
         # zmq.Again: the I/O worker is gone; its connections died with it
         with contextlib.suppress(zmq.Again):
-            sock.send_multipart(parts, flags=wire.NOBLOCK)
+            sock.send(message, flags=wire.NOBLOCK)
 
     def serve(self) -> None:
         while self.running:
@@ -94,24 +94,25 @@ class BusinessWorker:
     def _drain(self, sock: zmq.Socket) -> None:
         for _ in range(DRAIN_MESSAGES):
             try:
-                msg = sock.recv_multipart(flags=wire.NOBLOCK)
+                msg = sock.recv(flags=wire.NOBLOCK)
             except zmq.Again:
                 return
             self._on_message(sock, msg)
 
-    def _on_message(self, sock: zmq.Socket, msg: list[bytes]) -> None:
-        kind = msg[0] if msg else b""
-        if kind == wire.REQUESTS and len(msg) == 2:
-            self._send(sock, self._process_batch(msg))
-        elif kind == wire.EVENT and len(msg) >= 3:
-            self._channel_destroyed(msg[1].decode(), msg[2].decode())
+    def _on_message(self, sock: zmq.Socket, msg: bytes) -> None:
+        kind, payload = msg[:1], msg[1:]
+        if kind == wire.REQUESTS:
+            self._send(sock, self._process_batch(payload))
+        elif kind == wire.EVENT:
+            for conn, peer in wire.unpack_pairs(payload):
+                self._channel_destroyed(conn.decode(), peer.decode())
 
-    def _process_batch(self, msg: list[bytes]) -> list[bytes]:
+    def _process_batch(self, payload: bytes) -> bytes:
         replies = []
-        for conn, frame in wire.unpack_pairs(msg[1]):
+        for conn, frame in wire.unpack_pairs(payload):
             replies.append((conn, self.process(conn.decode(), frame)))
             self._hello_if_due()
-        return [wire.REPLIES, wire.pack_pairs(replies)]
+        return wire.pack_pairs(replies, wire.REPLIES)
 
     def process(self, channel: str, frame: bytes) -> bytes:
         """The encoded reply to one frame, or b"" when nothing must be sent."""

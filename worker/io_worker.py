@@ -216,7 +216,7 @@ class Hub:
     def flush(self) -> None:
         self._flush_scheduled = False
         for peer, batch in self.lanes.batches():
-            self._send(peer, [peer.ident, wire.REQUESTS, wire.pack_pairs(batch)])
+            self._send(peer, wire.pack_pairs(batch, wire.REQUESTS))
         self._send_events()
 
     def _send_events(self) -> None:
@@ -225,12 +225,12 @@ class Hub:
             if peer is None:
                 break
             conn_id, name = self.events[0]
-            if self._send(peer, [peer.ident, wire.EVENT, conn_id, name]):
+            if self._send(peer, wire.pack_pairs([(conn_id, name)], wire.EVENT)):
                 self.events.popleft()
 
-    def _send(self, peer: Peer, parts: list[bytes]) -> bool:
+    def _send(self, peer: Peer, message: bytes) -> bool:
         try:
-            self.router.send_multipart(parts, flags=wire.NOBLOCK)
+            self.router.send_multipart((peer.ident, message), flags=wire.NOBLOCK)
         except zmq.ZMQError as exc:
             log.warning("event=peer_unreachable peer=%s error=%r", peer.ident.decode(), str(exc))
             self.fail_peer(peer)
@@ -297,14 +297,13 @@ class Hub:
         self._schedule_flush()
 
     def _on_message(self, msg: list[bytes]) -> None:
-        if len(msg) < 2:
+        if len(msg) != 2 or not msg[1]:
+            log.error("event=bad_internal_message parts=%d", len(msg))
             return
-        kind = msg[1]
-        lane, pid = None, 0
-        if kind == wire.HELLO and len(msg) == 4:
-            lane = msg[2]
-            pid = int(msg[3]) if msg[3].isdigit() else 0
-        peer, back = self.lanes.seen(msg[0], self.now(), lane, pid)
+        ident, message = msg
+        kind, payload = message[:1], message[1:]
+        lane, pid = wire.parse_hello(payload) if kind == wire.HELLO else (None, 0)
+        peer, back = self.lanes.seen(ident, self.now(), lane, pid)
         if peer is None:
             return
         if back:
@@ -312,8 +311,8 @@ class Hub:
                         peer.stale)
         if peer.pid and peer.ident not in self.pidfds and not self.closing:
             self._watch(peer)
-        if kind == wire.REPLIES and len(msg) == 3:
-            self._on_replies(peer, wire.unpack_pairs(msg[2]))
+        if kind == wire.REPLIES:
+            self._on_replies(peer, wire.unpack_pairs(payload))
 
     def _on_replies(self, peer: Peer, replies: list[tuple[bytes, bytes]]) -> None:
         """Write replies, one write per connection per batch."""
@@ -342,7 +341,7 @@ class Hub:
         for peer in silent:
             self.fail_peer(peer)
         for peer in alive:
-            self._send(peer, [peer.ident, wire.HELLO])
+            self._send(peer, wire.hello())
         self._schedule_flush()
 
     def idle(self) -> bool:

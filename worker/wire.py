@@ -1,6 +1,10 @@
-"""ZeroMQ message kinds between I/O workers, business workers and the controller.
+"""ZeroMQ messages between I/O workers, business workers and the controller.
 
-See docs/architecture.md ("Inside one node") for the multipart layouts.
+Every message is ONE ZeroMQ frame: a kind byte, then the payload (the ROUTER
+adds and strips the routing id). No reader is ever between the parts of a
+message, so a peer that disconnects mid-stream cannot leave libzmq's fair queue
+half way through one (it aborts the process: ``Assertion failed: !_more
+(src/fq.cpp:80)``). See docs/architecture.md ("Inside one node") for the layouts.
 """
 
 from __future__ import annotations
@@ -9,12 +13,12 @@ import struct
 
 import zmq
 
-HELLO = b"H"      # heartbeat / hello, both directions; business -> I/O adds its lane and pid
+HELLO = b"H"      # heartbeat / hello, both directions; business -> I/O: b"H<lane> <pid>"
 LANE_ALL = b"all"    # serves every request
 LANE_READ = b"read"  # serves route lookups (code 105) only
-REQUESTS = b"Q"   # I/O -> business: pack_pairs([(conn, frame), ...])
-EVENT = b"E"      # I/O -> business: conn, peer (channel destroyed)
-REPLIES = b"P"    # business -> I/O: pack_pairs([(conn, reply), ...]) (empty reply: none)
+REQUESTS = b"Q"   # I/O -> business: b"Q" + pack_pairs([(conn, frame), ...])
+EVENT = b"E"      # I/O -> business: b"E" + pack_pairs([(conn, peer)]) (channel destroyed)
+REPLIES = b"P"    # business -> I/O: b"P" + pack_pairs([(conn, reply), ...]) (empty: none)
 CLOSE = b"\x00"   # a reply that is no frame: the header was malformed, close the connection
 
 HEARTBEAT_S = 0.25
@@ -24,6 +28,18 @@ HEARTBEAT_S = 0.25
 PEER_STOPPED_S = 3.0
 # ... or when it has been silent this long while running: hung, not merely slow.
 PEER_HUNG_S = 60.0
+
+
+def hello(lane: bytes = b"", pid: int = 0) -> bytes:
+    return HELLO + (lane + b" %d" % pid if lane else b"")
+
+
+def parse_hello(payload: bytes) -> tuple[bytes | None, int]:
+    """(lane, pid) of a business worker's hello payload; (None, 0) when it names none."""
+    lane, _, pid = payload.partition(b" ")
+    if lane not in (LANE_ALL, LANE_READ):
+        return None, 0
+    return lane, int(pid) if pid.isdigit() else 0
 
 
 def ready_message(kind: str, index: int, pid: int) -> bytes:
@@ -47,9 +63,9 @@ EVENTS = int(zmq.EVENTS)
 _PAIR = struct.Struct(">HI")
 
 
-def pack_pairs(pairs: list[tuple[bytes, bytes]]) -> bytes:
-    """(conn, payload) pairs as one ZeroMQ frame: u16 len, u32 len, conn, payload, ..."""
-    parts: list[bytes] = []
+def pack_pairs(pairs: list[tuple[bytes, bytes]], kind: bytes = b"") -> bytes:
+    """``kind`` then (conn, payload) pairs, as one frame: u16 len, u32 len, conn, payload, ..."""
+    parts: list[bytes] = [kind]
     pack = _PAIR.pack
     for conn, payload in pairs:
         parts.append(pack(len(conn), len(payload)))

@@ -8,6 +8,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -228,3 +229,41 @@ def test_idle_connection_is_closed_and_its_broker_removed(tmp_path: Path) -> Non
         poll_until(gone, what="routes of the idle broker to disappear")
     finally:
         n.stop()
+
+
+def test_workers_killed_under_load_never_abort_a_peer(tmp_path: Path) -> None:
+    """SIGKILL of I/O and business workers while requests stream: the survivors read no
+    message half way (no libzmq abort), and every request is answered or its connection
+    closed."""
+    node = NodeProcess(tmp_path / "n").start()
+    stop = threading.Event()
+    answered = [0]
+
+    def load() -> None:
+        while not stop.is_set():
+            try:
+                conn = Conn(node.addr, timeout=10)
+                for _ in range(50):
+                    sent = [conn.send(route(f"T{i}")) for i in range(20)]
+                    assert sorted(conn.recv().opaque for _ in sent) == sorted(sent)
+                    answered[0] += len(sent)
+                conn.close()
+            except (ConnectionError, OSError):
+                continue  # the I/O worker holding it was killed
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    try:
+        for kind in ("io", "biz", "io", "biz", "io", "biz"):
+            victim = node.workers(kind)[0]
+            before = answered[0]
+            victim.kill()
+            poll_until(lambda v=victim, k=kind, b=before:
+                       v.pid not in {p.pid for p in node.workers(k)}
+                       and len(node.workers(k)) >= 1 and answered[0] > b + 100,
+                       timeout=20, what=f"{kind} worker replaced and requests answered")
+    finally:
+        stop.set()
+        thread.join(15)
+        err = node.stop()
+    assert "Assertion failed" not in err and "Traceback" not in err, err[-3000:]

@@ -1,0 +1,23 @@
+"""Messages between a node's processes: one frame each, kind byte first."""
+
+from __future__ import annotations
+
+from worker import wire
+
+
+def test_pairs_round_trip_behind_their_kind() -> None:
+    pairs = [(b"0.1.7", b"frame-a"), (b"0.1.8", b""), (b"", b"x" * 70_000)]
+    message = wire.pack_pairs(pairs, wire.REPLIES)
+    assert message[:1] == wire.REPLIES
+    assert wire.unpack_pairs(message[1:]) == pairs
+
+
+def test_hello_names_lane_and_pid() -> None:
+    for lane in (wire.LANE_ALL, wire.LANE_READ):
+        message = wire.hello(lane, 4242)
+        assert message[:1] == wire.HELLO
+        assert wire.parse_hello(message[1:]) == (lane, 4242)
+    assert wire.hello() == wire.HELLO
+    assert wire.parse_hello(b"") == (None, 0)
+    assert wire.parse_hello(b"bogus 12") == (None, 0)
+    assert wire.parse_hello(b"all x") == (wire.LANE_ALL, 0)
