@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import IO
 
@@ -112,12 +113,18 @@ def build_session(master: str = DEFAULT_MASTER, app_name: str = "pynamesrv-audit
     return spark
 
 
-class StageProgress:
-    """Shows the running Spark stages (``SparkStatusTracker``) while a job runs.
+# Off a terminal, the stage status is written at most this often (and once at the end).
+QUIET_EVERY_S = 10.0
 
-    On a terminal: one line rewritten in place (stages done, the running ones
-    with their tasks); otherwise one line per stage that starts. Use as a
-    context manager around the job; it polls from a daemon thread.
+
+class StageProgress:
+    """Shows the Spark stages (``SparkStatusTracker``) while a job runs.
+
+    The status is the number of stages done and each running stage's tasks. On
+    a terminal it is one line rewritten in place every ``period``; otherwise a
+    line at most every ``QUIET_EVERY_S`` while stages run. Either way a last
+    line gives the total. Use as a context manager around the job; it polls
+    from a daemon thread.
     """
 
     def __init__(self, sc: SparkContext, stream: IO[str] | None = None,
@@ -127,6 +134,7 @@ class StageProgress:
         self.tty = self.stream.isatty()
         self.period = period
         self.seen: set[int] = set()
+        self._last_line = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="spark-progress")
 
@@ -137,9 +145,8 @@ class StageProgress:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(10)
-        if self.tty and self.seen:
-            self.stream.write(f"\r\x1b[Kspark: {len(self.seen)} stages done\n")
-            self.stream.flush()
+        if self.seen:
+            self._write(f"spark: {len(self.seen)} stages done", end="\n")
 
     def _loop(self) -> None:
         while not self._stop.wait(self.period):
@@ -148,20 +155,21 @@ class StageProgress:
             except Exception:  # the JVM went away under us; the job reports its own error
                 return
 
+    def _write(self, line: str, end: str = "") -> None:
+        self.stream.write(f"\r\x1b[K{line}{end}" if self.tty else f"{line}\n")
+        self.stream.flush()
+
     def poll(self) -> None:
         tracker = self.sc.statusTracker()
         running = []
         for sid in sorted(tracker.getActiveStageIds()):
             info = tracker.getStageInfo(sid)
-            if info is None:
-                continue
-            if sid not in self.seen and not self.tty:
-                self.stream.write(f"spark: stage {sid} started, {info.numTasks} tasks "
-                                  f"({info.name.split(' at ')[0]})\n")
-            self.seen.add(sid)
-            running.append(f"stage {sid} {info.numCompletedTasks}/{info.numTasks} tasks")
-        if self.tty:
-            done = len(self.seen) - len(running)
-            self.stream.write(f"\r\x1b[Kspark: {done} stages done"
-                              + ("; " + ", ".join(running) if running else ""))
-        self.stream.flush()
+            if info is not None:
+                self.seen.add(sid)
+                running.append(f"stage {sid} {info.numCompletedTasks}/{info.numTasks} tasks")
+        now = time.monotonic()
+        if not running or (not self.tty and now - self._last_line < QUIET_EVERY_S):
+            return
+        self._last_line = now
+        self._write(f"spark: {len(self.seen) - len(running)} stages done; "
+                    + ", ".join(running))
