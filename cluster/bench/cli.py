@@ -19,6 +19,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-a", "--addr", help="measure a running server instead of a fresh node")
     p.add_argument("--baseline", action="store_true",
                    help="also measure the fixed-response uvloop server (Python's speed limit)")
+    p.add_argument("--java", action="store_true",
+                   help="also measure the real Java NameServer 4.9.8 (../shared/java-rocketmq, "
+                        "1 GB heap), same workloads, same run")
+    p.add_argument("--java-warmup", default="30s",
+                   help="warm-up for the Java side (its JIT needs it; default 30s)")
     p.add_argument("--warmup", default="3s")
     p.add_argument("--duration", default="10s")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -44,9 +49,14 @@ def _run(args: argparse.Namespace) -> int:
     props = _props(args.set)
     results = []
     for name in args.workload or DEFAULT:
-        targets = ["node", "baseline"] if args.baseline and name.startswith("route") else ["node"]
+        targets = ["node"]
+        if args.baseline and name.startswith("route"):
+            targets.append("baseline")
+        if args.java:
+            targets.append("java")
         for target in targets:
-            r = measure(binary, WORKLOADS[name], target, props, args.warmup, args.duration,
+            warmup = args.java_warmup if target == "java" else args.warmup
+            r = measure(binary, WORKLOADS[name], target, props, warmup, args.duration,
                         args.addr)
             results.append(r)
             if not args.json:
@@ -76,10 +86,17 @@ def _row(r: dict) -> str:
 
 
 def _ratios(results: list[dict]) -> None:
+    """Node over baseline and over Java, per workload and side, from this run."""
     by = {(r["workload"], r["target"]): r for r in results}
     for (name, target), r in by.items():
-        base = by.get((name, "baseline"))
-        if target == "node" and base and "route" in r and base["route"]["rate"]:
-            ratio = (r["route"]["rate"] or 0) / base["route"]["rate"]
-            r["fraction_of_baseline"] = round(ratio, 3)
-            print(f"{name}: node = {ratio:.2f} x baseline", file=sys.stderr)
+        if target != "node":
+            continue
+        for other, field in (("baseline", "fraction_of_baseline"), ("java", "ratio_to_java")):
+            ref = by.get((name, other))
+            for side in ("route", "register"):
+                if ref is None or side not in r or not (ref.get(side) or {}).get("rate"):
+                    continue
+                ratio = (r[side]["rate"] or 0) / ref[side]["rate"]
+                key = field if side == "route" else f"{field}_{side}"
+                r[key] = round(ratio, 3)
+                print(f"{name}: node {side} = {ratio:.2f} x {other}", file=sys.stderr)

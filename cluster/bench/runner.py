@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import select
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +20,9 @@ from cluster.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 RMQLOAD_SRC = ROOT.parent / "shared" / "tools" / "rmqload"
+JAVA_ROCKETMQ = ROOT.parent / "shared" / "java-rocketmq"  # the real Apache RocketMQ 4.9.8
+JAVA_HEAP = "1g"
+BOOT_S = 60.0
 CACHE = ROOT / ".cache" / "rmqload"
 
 
@@ -51,21 +57,15 @@ def _free_port() -> int:
 
 @contextmanager
 def started_server(kind: str, props: dict[str, str]) -> Iterator[tuple[str, int]]:
-    """A fresh server process: ("node" | "baseline"); yields (address, pid)."""
+    """A fresh server process: "node", "baseline" or "java" (the real NameServer 4.9.8,
+    ``run-namesrv.sh --heap 1g`` from ../shared/java-rocketmq); yields (address, pid)."""
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="pynamesrv-bench-") as tmp:
-        if kind == "node":
-            cfg = Path(tmp) / "namesrv.properties"
-            cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-            argv = [sys.executable, "-m", "worker.node", "--exit-with-parent", "--port", str(port),
-                    "--data-dir", tmp, "--config", str(cfg), "--name", "bench"]
-        else:
-            argv = [sys.executable, "-m", "cluster.bench.baseline", str(port)]
-        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        argv = _server_argv(kind, port, Path(tmp), props)
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                                stderr=subprocess.STDOUT if kind == "java" else None)
         try:
-            line = proc.stdout.readline() if proc.stdout else ""
-            if "success" not in line and "ready" not in line:
-                raise UserError(f"{kind} server did not start: {line.strip()!r}")
+            _wait_boot(kind, proc)
             yield f"127.0.0.1:{port}", proc.pid
         finally:
             proc.terminate()
@@ -74,6 +74,39 @@ def started_server(kind: str, props: dict[str, str]) -> Iterator[tuple[str, int]
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def _server_argv(kind: str, port: int, tmp: Path, props: dict[str, str]) -> list[str]:
+    if kind == "node":
+        cfg = tmp / "namesrv.properties"
+        cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        return [sys.executable, "-m", "worker.node", "--exit-with-parent", "--port", str(port),
+                "--data-dir", str(tmp), "--config", str(cfg), "--name", "bench"]
+    if kind == "java":
+        script = JAVA_ROCKETMQ / "bin" / "run-namesrv.sh"
+        if not script.is_file():
+            raise UserError(f"--java: no Java RocketMQ at {JAVA_ROCKETMQ}")
+        return [str(script), "--port", str(port), "--dir", str(tmp / "java"), "--heap", JAVA_HEAP]
+    return [sys.executable, "-m", "cluster.bench.baseline", str(port)]
+
+
+def _wait_boot(kind: str, proc: subprocess.Popen[str]) -> None:
+    """Read the server's output until its boot line (a line with "success" or "ready")."""
+    assert proc.stdout is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + BOOT_S
+    while time.monotonic() < deadline:
+        if not select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            break
+        line = proc.stdout.readline()
+        if not line:
+            break
+        if "success" in line or "ready" in line:
+            if kind == "java":  # its output is not read any more: let it go nowhere
+                threading.Thread(target=proc.stdout.read, daemon=True).start()
+            return
+        seen.append(line.strip())
+    raise UserError(f"{kind} server did not start: {' | '.join(seen[-5:])!r}")
 
 
 def run_rmqload(binary: Path, w: Workload, addr: str, warmup: str, duration: str) -> dict:
