@@ -44,6 +44,16 @@ def _str(v: Any) -> str | None:
     return None
 
 
+def _listen(v: Any) -> str | None:
+    """``HOST:PORT`` with a literal host (``[::1]:PORT`` for IPv6) and a port in range."""
+    if _str(v):
+        return f"expected HOST:PORT, got {v!r}"
+    host, _, port = v.rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        return f"expected HOST:PORT with a port in [1, 65535], got {v!r}"
+    return None
+
+
 SUPERVISOR_KEYS: dict[str, tuple[Check, Any]] = {
     "readiness_timeout_s": (_int(1, 3600), 30),
     "probe_interval_ms": (_int(50, 600000), 1000),
@@ -56,6 +66,7 @@ SUPERVISOR_KEYS: dict[str, tuple[Check, Any]] = {
     "flap_max_restarts": (_int(1, 1000), 5),
     "stop_grace_s": (_int(1, 600), 10),
     "log_max_bytes": (_int(4096), 10485760),
+    "status_http": (_listen, None),
 }
 
 BROKER_KEYS: dict[str, tuple[Check, Any]] = {
@@ -79,6 +90,15 @@ class SupervisorConfig:
     flap_max_restarts: int = 5
     stop_grace_s: int = 10
     log_max_bytes: int = 10485760
+    status_http: str | None = None
+
+    @property
+    def status_host_port(self) -> tuple[str, int] | None:
+        """Where the status page listens (``status_http`` split), None when it is off."""
+        if self.status_http is None:
+            return None
+        host, _, port = self.status_http.rpartition(":")
+        return host.strip("[]"), int(port)
 
 
 @dataclass(frozen=True)
@@ -224,6 +244,7 @@ class _Parser:
         defaults = self.settings(top.get("defaults"), "defaults", yaml_defaults())
         nodes = self.nodes(top.get("nodes"), data_dir, defaults)
         self.control_not_a_node(control, nodes)
+        self.status_not_taken(sup, control, nodes)
         return ClusterConfig(self.path, control, data_dir, nodes, sup,
                              int(brokers.get("heartbeat_ms", 30000)))
 
@@ -306,6 +327,17 @@ class _Parser:
                 raise self.fail(f"nodes[{i}].port", f"{port} is also the control port")
 
 
+    def status_not_taken(self, sup: SupervisorConfig, control: str,
+                         nodes: tuple[NodeConfig, ...]) -> None:
+        where = sup.status_host_port
+        if where is None:
+            return
+        taken = {control_port(control): "the control port"}
+        taken.update({n.port: f"the port of nodes[{i}]" for i, n in enumerate(nodes)})
+        if where[1] in taken:
+            raise self.fail("supervisor.status_http", f"{where[1]} is also {taken[where[1]]}")
+
+
 def control_port(control: str) -> int:
     return int(control.rpartition(":")[2])
 
@@ -320,6 +352,8 @@ def check_startable(cfg: ClusterConfig) -> None:
                 control_port(cfg.control))
     for i, n in enumerate(cfg.nodes):
         _check_port(cfg, f"nodes[{i}].port", n.host, n.port)
+    if cfg.supervisor.status_host_port is not None:
+        _check_port(cfg, "supervisor.status_http", *cfg.supervisor.status_host_port)
     _check_dir(cfg, "data_dir", cfg.data_dir)
     for i, n in enumerate(cfg.nodes):
         _check_dir(cfg, f"nodes[{i}].data_dir", n.data_dir)

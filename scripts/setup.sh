@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Prepare a checkout: .venv with pynamesrv and its dev + spark extras, and Java 17 for PySpark.
+# Prepare a checkout: .venv with pynamesrv and its dev + spark extras, Java 17 for PySpark,
+# and Debian's chromium for the page tests (PYNAMESRV_NO_BROWSER=1 skips it).
 # Safe to run again: it only installs what is missing or changed.
 set -euo pipefail
 
@@ -67,7 +68,25 @@ install_java() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq openjdk-17-jre-headless >/dev/null
 }
 
+install_browser() {
+  # Headless Chromium for the page tests (tests/browser.py), which skip without one.
+  [ -z "${PYNAMESRV_NO_BROWSER:-}" ] || return 0
+  if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
+    return 0
+  fi
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo="sudo -n"
+  fi
+  say "installing Debian's chromium for the page tests"
+  if ! { $sudo apt-get update -qq &&
+         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null; }; then
+    say "could not install chromium; the page tests will skip"
+  fi
+}
+
 make_venv
 install_package
 install_java
+install_browser
 say "ready: $VENV"

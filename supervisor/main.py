@@ -23,6 +23,7 @@ from supervisor.child import Child, ChildSpec, Timing
 from supervisor.nodefiles import write_properties
 from supervisor.policy import RestartPolicy
 from supervisor.server import ControlServer
+from supervisor.status_page import StatusPage
 
 READY_MARKER = b"boot success"
 MAX_WAIT_S = 0.25
@@ -55,6 +56,7 @@ class Supervisor:
         self.ready_announced = False
         self._signals: list[int] = []
         self.server = ControlServer(cfg.control, lambda req: commands.dispatch(self, req))
+        self.status_page = StatusPage.open(cfg)  # None unless supervisor.status_http is set
         self._wake_r, self._wake_w = os.pipe()
         for fd in (self._wake_r, self._wake_w):
             os.set_blocking(fd, False)
@@ -116,6 +118,9 @@ class Supervisor:
     def run(self, on_tick: Callable[[Supervisor], None] | None = None) -> int:
         """Run until shut down; 0 if the cluster was stopped on request, 1 if all nodes failed."""
         old = _install_signals(self._wake_w, self._on_signal)
+        if self.status_page is not None:
+            self.status_page.start()
+            self.events("status_page", url=self.status_page.url)
         try:
             while not self._finished():
                 self._step()
@@ -124,6 +129,8 @@ class Supervisor:
         finally:
             self._kill_everything()
             self.server.close()
+            if self.status_page is not None:
+                self.status_page.close()
             _restore_signals(old)
             os.close(self._wake_r)
             os.close(self._wake_w)
@@ -142,6 +149,8 @@ class Supervisor:
         for c in self._children:
             c.tick(now)
         self._check_cluster(now)
+        if self.status_page is not None:
+            self.status_page.publish(self)
         poller, handlers = self._poller()
         timeout = self._timeout(now)
         for sock, _ in poller.poll(int(timeout * 1000)):

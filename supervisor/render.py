@@ -9,7 +9,7 @@ COLUMNS = (("NODE", "name"), ("ADDRESS", "addr"), ("PID", "pid"), ("STATE", "sta
            ("UPTIME", "uptime"), ("RESTARTS", "restarts"), ("LAST EXIT", "last_exit"))
 
 
-def _uptime(seconds: float) -> str:
+def uptime_text(seconds: float) -> str:
     s = int(seconds)
     if s < 60:
         return f"{s}s"
@@ -24,7 +24,7 @@ def _cells(n: dict[str, Any]) -> dict[str, str]:
         "name": str(n["name"]), "addr": addr,
         "pid": str(n["pid"]) if n.get("pid") else "-",
         "state": str(n["state"]),
-        "uptime": _uptime(n.get("uptime_s") or 0) if n.get("pid") else "-",
+        "uptime": uptime_text(n.get("uptime_s") or 0) if n.get("pid") else "-",
         "restarts": str(n.get("restarts", 0)),
         "last_exit": str(n.get("last_exit") or "-"),
     }
