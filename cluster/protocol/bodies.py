@@ -70,8 +70,17 @@ def _int(v: Any, what: str, default: int = 0) -> int:
     if isinstance(v, float) and v.is_integer():
         return int(v)
     if isinstance(v, str) and _INT_TEXT.fullmatch(v.strip()):
-        return int(v)
+        return _parse_int(v.strip(), what)
     raise BodyError(f"{what}: expected an integer, got {v!r:.60}")
+
+
+def _parse_int(text: str, what: str) -> int:
+    """``int(text)`` of a text already matched by ``_INT_TEXT``; BodyError, not Python's
+    ValueError, for one too long to convert (over ``sys.get_int_max_str_digits()``)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise BodyError(f"{what}: number {text!r:.40} has too many digits") from None
 
 
 def _bool(v: Any, what: str) -> bool:
@@ -123,7 +132,7 @@ def _str_map(v: Any, what: str) -> dict[str, str]:
 
 def _id_key(k: str, what: str) -> int:
     if _INT_TEXT.fullmatch(k):
-        return int(k)
+        return _parse_int(k, what)
     raise BodyError(f"{what}: broker id {k!r:.40} is not an integer")
 
 
@@ -472,7 +481,10 @@ def _decode_compressed(body: bytes, version: int, now_ms: int | None) -> Registe
 
 def _java_int32(text: str, line: str) -> int:
     if _INT_TEXT.fullmatch(text):
-        value = int(text)
+        try:
+            value = int(text)
+        except ValueError:  # more digits than Python converts: not an int32 either
+            value = 2**31
         if -(2**31) <= value < 2**31:
             return value
     raise BodyError(f"compressed body: bad number {text!r:.20} in topic line {line!r:.80}")
