@@ -202,6 +202,25 @@ SETTINGS: tuple[Setting, ...] = (
             "from one I/O worker", 1, 100_000, "requests", yaml=True, attr="business_window"),
     Setting("shutdownDrainMillis", _I, 5000, "bound for answering in-flight requests on "
             "SIGTERM", 0, 600_000, "ms", yaml=True, attr="shutdown_drain_ms"),
+    Setting("maxConnections", _I, 20_000, "open connections per node (each I/O worker takes "
+            "its share); one more is closed at once", 1, 1_000_000, "connections", yaml=True,
+            attr="max_connections"),
+    Setting("maxConnectionsPerAddress", _I, 5000, "open connections from one remote address "
+            "(per I/O worker); one more is closed at once", 1, 1_000_000, "connections",
+            yaml=True, attr="max_connections_per_address"),
+    Setting("headerMaxLength", _I, 65_536, "largest request header; a longer one closes the "
+            "connection as soon as its length is read", 64, 16_777_215, "bytes", yaml=True,
+            attr="header_max"),
+    Setting("connectionMaxPendingBytes", _I, 64 << 20, "request bytes read from one connection "
+            "and not answered yet, plus its unsent reply bytes: above this the node stops "
+            "reading from it until half has drained", 65_536, 1 << 31, "bytes", yaml=True,
+            attr="pending_max"),
+    Setting("frameReadTimeoutSeconds", _I, 30, "a request must arrive whole within this after "
+            "its first byte, else the connection is closed (slow senders)", 1, 3600, "s",
+            yaml=True, attr="frame_timeout_s"),
+    Setting("connectionWriteTimeoutSeconds", _I, 60, "a connection whose replies cannot be "
+            "written for this long (its peer reads nothing) is closed", 1, 3600, "s",
+            yaml=True, attr="write_timeout_s"),
 )
 
 BY_KEY: Mapping[str, Setting] = {s.key: s for s in SETTINGS}

@@ -58,6 +58,7 @@ class NodeProcess:
             self.config.write_text("\n".join(lines) + "\n")
         self.proc: subprocess.Popen[str] | None = None
         self.boot_line = ""
+        self.stopped_err = ""
 
     @property
     def addr(self) -> str:
@@ -97,9 +98,11 @@ class NodeProcess:
         return self.proc.wait(timeout)
 
     def stop(self) -> str:
-        """Kill the whole process group, reap, return stderr."""
+        """Kill the whole process group, reap, return stderr (again on later calls)."""
         if self.proc is None:
             return ""
+        if self.proc.stderr is not None and self.proc.stderr.closed:
+            return self.stopped_err
         kids = self.children()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -116,6 +119,7 @@ class NodeProcess:
         for f in (self.proc.stdout, self.proc.stderr):
             if f:
                 f.close()
+        self.stopped_err = err
         return err
 
 

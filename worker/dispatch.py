@@ -93,6 +93,16 @@ class Dispatcher:
         (self.reads if is_route_read(frame) else self.others).append((conn, frame, tag))
         return True
 
+    def discard(self, conn: bytes) -> int:
+        """Drop the queued (not yet dispatched) requests of a closed connection."""
+        dropped = 0
+        for name in ("reads", "others"):
+            queue: deque[Queued] = getattr(self, name)
+            kept = deque(item for item in queue if item[0] != conn)
+            dropped += len(queue) - len(kept)
+            setattr(self, name, kept)
+        return dropped
+
     # -- peers -------------------------------------------------------------
 
     def seen(self, ident: bytes, now: float, lane: bytes | None = None,
@@ -158,17 +168,17 @@ class Dispatcher:
         """One reply arrived from ``peer``; False when it answers an already-failed request."""
         return self.finish(peer)[0]
 
-    def finish(self, peer: Peer) -> tuple[bool, Any]:
-        """``completed``, and the tag its request was submitted with."""
+    def finish(self, peer: Peer) -> tuple[bool, Any, int]:
+        """``completed``, the tag its request was submitted with and the request's size."""
         if peer.stale:
             peer.stale -= 1
-            return False, None
+            return False, None, 0
         if not peer.inflight:
-            return True, None
-        _, _, is_read, tag = peer.inflight.popleft()
+            return True, None, 0
+        _, frame, is_read, tag = peer.inflight.popleft()
         if not is_read:
             peer.others -= 1
-        return True, tag
+        return True, tag, len(frame)
 
     # -- dispatch ----------------------------------------------------------
 

@@ -21,7 +21,7 @@ import logging
 import os
 import signal
 import socket
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,9 +29,15 @@ import zmq
 
 from cluster.protocol.codes import ResponseCode
 from cluster.protocol.command import response_to
-from cluster.protocol.frame import FrameError, FrameReader, decode_command, encode_command
+from cluster.protocol.frame import (
+    FrameError,
+    FrameReader,
+    FrameTooLarge,
+    decode_command,
+    encode_command,
+)
 from state.store import Store
-from worker import wire
+from worker import limits, wire
 from worker.dispatch import Dispatcher, Peer, is_route_read
 from worker.procs import announce_ready, io_endpoint, start_worker_process, stopped_or_gone
 from worker.route_replies import RouteReplies, header_key, learnable
@@ -53,6 +59,12 @@ class IoConfig:
     run: str
     store_path: str
     frame_max: int
+    header_max: int
+    max_connections: int  # this worker's share of the node's
+    max_connections_per_address: int
+    pending_max: int
+    frame_timeout_s: float
+    write_timeout_s: float
     idle_timeout_s: float
     max_pending: int
     window: int
@@ -60,13 +72,25 @@ class IoConfig:
 
 
 class Connection(asyncio.Protocol):
+    """One client connection: frames in, replies out, within the connection limits.
+
+    ``pending`` counts the bytes of requests read and not answered yet; with the
+    unsent reply bytes it bounds what one peer can make the worker hold: above
+    ``pending_max`` reading stops until half has drained.
+    """
+
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
-        self.reader = FrameReader(hub.cfg.frame_max)
+        self.reader = FrameReader(hub.cfg.frame_max, hub.cfg.header_max)
         self.conn_id = b""
         self.peer = ""
+        self.address = ""
         self.transport: asyncio.Transport | None = None
         self.last_active = 0.0
+        self.pending = 0
+        self.write_blocked_since: float | None = None  # replies cannot be written since then
+        self.partial_since: float | None = None  # an incomplete frame started then
+        self._reading = True
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -76,29 +100,66 @@ class Connection(asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         name = transport.get_extra_info("peername")
         self.peer = f"{name[0]}:{name[1]}" if name else ""
-        self.hub.add(self)
+        self.address = str(name[0]) if name else ""
+        if not self.hub.add(self):
+            transport.abort()
 
     def data_received(self, data: bytes) -> None:
-        self.last_active = self.hub.now()
+        now = self.last_active = self.hub.now()
         try:
             frames = self.reader.feed(data)
+        except FrameTooLarge as exc:
+            self.hub.hits.hit(limits.FRAME_TOO_LARGE, self.address, str(exc))
+            self.close(abort=True)
+            return
         except FrameError as exc:
             log.warning("event=bad_frame peer=%s conn=%s error=%r", self.peer,
                         self.conn_id.decode(), str(exc))
             self.close(abort=True)
             return
+        if not self.reader.buffered:
+            self.partial_since = None
+        elif self.partial_since is None or frames:
+            self.partial_since = now
         self.hub.on_frames(self, frames)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.hub.remove(self)
 
     def pause_writing(self) -> None:
-        if self.transport is not None:
-            self.transport.pause_reading()
+        self.write_blocked_since = self.hub.now()
+        self.update_reading()
 
     def resume_writing(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.resume_reading()
+        self.write_blocked_since = None
+        self.update_reading()
+
+    def add_pending(self, size: int) -> None:
+        self.pending += size
+        if size > 0 and self.pending > self.hub.cfg.pending_max and self._reading:
+            self.hub.hits.hit(limits.PENDING_BYTES, self.address)
+        self.update_reading()
+
+    def update_reading(self) -> None:
+        """Read while replies can be written and what this peer holds is within bounds."""
+        if self.transport is None or self.transport.is_closing():
+            return
+        held = self.pending + self.transport.get_write_buffer_size()
+        limit = self.hub.cfg.pending_max
+        want = self.write_blocked_since is None and (
+            held <= limit // 2 or (self._reading and held <= limit))
+        if want != self._reading:
+            self._reading = want
+            if want:
+                self.transport.resume_reading()
+                if self.partial_since is not None:  # its sender was not slow: we did not read
+                    self.partial_since = self.hub.now()
+            else:
+                self.transport.pause_reading()
+
+    @property
+    def reading(self) -> bool:
+        return self._reading
 
     def write(self, data: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():
@@ -123,6 +184,8 @@ class Hub:
         self.loop = loop
         self.router = router
         self.conns: dict[bytes, Connection] = {}
+        self.per_address: Counter[str] = Counter()
+        self.hits = limits.LimitHits()
         self.events: deque[tuple[bytes, bytes]] = deque()
         self.lanes = Dispatcher(cfg.window, cfg.max_pending, wire.PEER_STOPPED_S,
                                 wire.PEER_HUNG_S, FORGET_PEER_S)
@@ -138,26 +201,53 @@ class Hub:
 
     # -- connections -------------------------------------------------------
 
-    def add(self, conn: Connection) -> None:
+    def add(self, conn: Connection) -> bool:
+        """Admit a new connection; False when a connection limit refuses it."""
+        if len(self.conns) >= self.cfg.max_connections:
+            self.hits.hit(limits.MAX_CONNECTIONS, conn.address)
+            return False
+        if self.per_address[conn.address] >= self.cfg.max_connections_per_address:
+            self.hits.hit(limits.MAX_CONNECTIONS_PER_ADDRESS, conn.address)
+            return False
         self._seq += 1
         conn.conn_id = self._prefix + str(self._seq).encode()
         conn.last_active = self.now()
         self.conns[conn.conn_id] = conn
+        self.per_address[conn.address] += 1
+        return True
 
     def remove(self, conn: Connection) -> None:
-        if self.conns.pop(conn.conn_id, None) is None or self.closing:
+        if self.conns.pop(conn.conn_id, None) is None:
             return
+        self.per_address[conn.address] -= 1
+        if self.per_address[conn.address] <= 0:
+            del self.per_address[conn.address]
+        if self.closing:
+            return
+        if conn.pending:
+            self.lanes.discard(conn.conn_id)  # nobody is left to answer
         if len(self.events) >= MAX_EVENTS:
             log.error("event=events_overflow dropped_conn=%s", conn.conn_id.decode())
             return
         self.events.append((conn.conn_id, conn.peer.encode()))
         self._schedule_flush()
 
-    def close_idle(self) -> None:
-        limit = self.now() - self.cfg.idle_timeout_s
-        for conn in [c for c in self.conns.values() if c.last_active < limit]:
-            log.info("event=idle_close peer=%s conn=%s", conn.peer, conn.conn_id.decode())
-            conn.close()
+    def check_connections(self) -> None:
+        """Close idle connections, slow senders and peers that read none of their replies."""
+        now = self.now()
+        idle = now - self.cfg.idle_timeout_s
+        for conn in list(self.conns.values()):
+            if conn.last_active < idle:
+                log.info("event=idle_close peer=%s conn=%s", conn.peer, conn.conn_id.decode())
+                conn.close()
+            elif conn.partial_since is not None and conn.reading and \
+                    now - conn.partial_since > self.cfg.frame_timeout_s:
+                self.hits.hit(limits.FRAME_READ_TIMEOUT, conn.address)
+                conn.close(abort=True)
+            elif conn.write_blocked_since is not None and \
+                    now - conn.write_blocked_since > self.cfg.write_timeout_s:
+                self.hits.hit(limits.WRITE_TIMEOUT, conn.address)
+                conn.close(abort=True)
 
     # -- requests ----------------------------------------------------------
 
@@ -188,6 +278,9 @@ class Hub:
         if not self.lanes.submit(conn_id, frame, tag):
             self.answer_error(conn_id, frame, ResponseCode.SYSTEM_BUSY, BUSY_REMARK)
             return
+        conn = self.conns.get(conn_id)
+        if conn is not None:
+            conn.add_pending(len(frame))
         self._schedule_flush()
 
     def answer_error(self, conn_id: bytes, frame: bytes, code: int, remark: str) -> None:
@@ -247,7 +340,14 @@ class Hub:
 
     def _answer_lost(self, lost: list[tuple[bytes, bytes]]) -> None:
         for conn_id, frame in lost:
+            self._settled(conn_id, len(frame))
             self.answer_error(conn_id, frame, ResponseCode.SYSTEM_ERROR, LOST_REMARK)
+
+    def _settled(self, conn_id: bytes, size: int) -> None:
+        """A request of ``size`` bytes from ``conn_id`` is answered (or will never be)."""
+        conn = self.conns.get(conn_id)
+        if conn is not None:
+            conn.add_pending(-size)
 
     # -- business worker processes -------------------------------------------
 
@@ -318,7 +418,9 @@ class Hub:
         """Write replies, one write per connection per batch."""
         out: dict[bytes, list[bytes]] = {}
         for conn_id, reply in replies:
-            answered, tag = self.lanes.finish(peer)
+            answered, tag, size = self.lanes.finish(peer)
+            if answered:
+                self._settled(conn_id, size)
             if answered and reply:
                 out.setdefault(conn_id, []).append(reply)
                 if tag is not None:
@@ -382,7 +484,8 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     timers = [asyncio.ensure_future(_every(wire.HEARTBEAT_S, hub.tick)),
-              asyncio.ensure_future(_every(min(1.0, cfg.idle_timeout_s / 4), hub.close_idle))]
+              asyncio.ensure_future(_every(min(1.0, cfg.idle_timeout_s / 4),
+                                           hub.check_connections))]
     announce_ready(zctx, Path(cfg.run), "io", cfg.index)
     await stop.wait()
     server.close()

@@ -96,7 +96,11 @@ class Controller:
         return [Child("io", i, run_io, IoConfig(
             index=i, parent=os.getpid(), host=s.host, port=s.port, run=str(self.run_path),
             store_path=str(self.store_path),
-            frame_max=s.frame_max,
+            frame_max=s.frame_max, header_max=s.header_max,
+            max_connections=-(-s.max_connections // s.io_workers),
+            max_connections_per_address=s.max_connections_per_address,
+            pending_max=s.pending_max, frame_timeout_s=float(s.frame_timeout_s),
+            write_timeout_s=float(s.write_timeout_s),
             idle_timeout_s=float(s.idle_timeout_s), max_pending=s.io_max_pending,
             window=s.business_window, drain_ms=s.shutdown_drain_ms))
             for i in range(s.io_workers)]

@@ -35,6 +35,12 @@ class NodeSettings:
     io_max_pending: int
     business_window: int
     shutdown_drain_ms: int
+    max_connections: int
+    max_connections_per_address: int
+    header_max: int
+    pending_max: int
+    frame_timeout_s: int
+    write_timeout_s: int
     config: dict[str, str]  # every key's text: schema keys resolved, then unknown file keys
     file_keys: tuple[str, ...]  # the config file's keys in file order
 

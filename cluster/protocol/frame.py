@@ -22,10 +22,15 @@ _U32 = struct.Struct(">I")
 _PREFIX = struct.Struct(">iI")
 _BIN_FIXED = struct.Struct(">hBhiiI")  # code, language, version, opaque, flag, remarkLen
 _STYPES = (SerializeType.JSON, SerializeType.ROCKETMQ)
+MAX_HEADER_LENGTH = 0xFFFFFF  # what the 24-bit header length field can say
 
 
 class FrameError(ValueError):
     """The byte stream is not a valid remoting frame; the connection must be closed."""
+
+
+class FrameTooLarge(FrameError):
+    """A frame or header longer than the configured limit."""
 
 
 def _bad(msg: str) -> FrameError:
@@ -36,19 +41,22 @@ class FrameReader:
     """Incremental splitter: feed bytes, get whole frames (without the length word).
 
     Each returned frame is ``header_word + header + body``. Raises FrameError on
-    a length outside ``[4, max_frame - 4]``, a bad header length or an unknown
-    serialize type; the caller closes the connection. Chunks of an incomplete
+    a length outside ``[4, max_frame - 4]``, a bad header length (or one above
+    ``max_header``) or an unknown serialize type, as soon as the first 8 bytes of
+    a frame are in; the caller closes the connection. Chunks of an incomplete
     frame are only collected, and joined once the frame is complete, so a large
     frame costs a single copy however many reads it arrives in.
     """
 
-    __slots__ = ("_parts", "_size", "_need", "max_frame")
+    __slots__ = ("_parts", "_size", "_need", "max_frame", "max_header")
 
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME,
+                 max_header: int = MAX_HEADER_LENGTH) -> None:
         self._parts: list[bytes] = []
         self._size = 0
         self._need = 4  # bytes needed before anything can be split
         self.max_frame = max_frame
+        self.max_header = max_header
 
     @property
     def buffered(self) -> int:
@@ -73,9 +81,10 @@ class FrameReader:
         while end - pos >= 4:
             (total,) = _I32.unpack_from(buf, pos)
             check_total(total, self.max_frame)
+            if end - pos >= 8:
+                check_header_word(_U32.unpack_from(buf, pos + 4)[0], total, self.max_header)
             if end - pos - 4 < total:
                 break
-            check_header_word(_U32.unpack_from(buf, pos + 4)[0], total)
             frames.append(buf[pos + 4 : pos + 4 + total])
             pos += 4 + total
         return frames, pos
@@ -84,20 +93,26 @@ class FrameReader:
     def _needed(rest: bytes) -> int:
         if len(rest) < 4:
             return 4
-        return 4 + _I32.unpack_from(rest, 0)[0]
+        whole = 4 + _I32.unpack_from(rest, 0)[0]
+        return whole if len(rest) >= 8 else min(8, whole)  # the header word is checked early
 
 
 def check_total(total: int, max_frame: int = DEFAULT_MAX_FRAME) -> None:
-    if total < 4 or total + 4 > max_frame:
+    if total < 4:
         raise _bad(f"frame length {total} outside [4, {max_frame - 4}]")
+    if total + 4 > max_frame:
+        raise FrameTooLarge(f"frame length {total} outside [4, {max_frame - 4}]")
 
 
-def check_header_word(word: int, total: int) -> None:
+def check_header_word(word: int, total: int, max_header: int = MAX_HEADER_LENGTH) -> None:
     stype = word >> 24
     if stype not in (0, 1):
         raise _bad(f"unknown serialize type {stype}")
-    if (word & 0xFFFFFF) > total - 4:
+    hlen = word & 0xFFFFFF
+    if hlen > total - 4:
         raise _bad("decode error, bad header length")
+    if hlen > max_header:
+        raise FrameTooLarge(f"header length {hlen} above the limit {max_header}")
 
 
 def split_frame(frame: bytes) -> tuple[SerializeType, bytes, bytes | None]:

@@ -162,7 +162,7 @@ def test_sigterm_exits_zero_and_keeps_acknowledged_kv(tmp_path: Path) -> None:
         kids = n.children()
         assert n.terminate() == 0
         poll_until(lambda: not [k for k in kids if k.is_running() and k.status() != "zombie"],
-                   timeout=5, what="every process of the node to exit")
+                   timeout=15, what="every process of the node to exit")
     finally:
         n.stop()
     again = NodeProcess(tmp_path / "persist", port=free_port()).start()

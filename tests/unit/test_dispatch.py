@@ -143,3 +143,14 @@ def test_an_exited_worker_is_dropped_and_its_late_messages_ignored() -> None:
     assert d.submit(b"c2", frame(103)) and d.batches() == []
     d.expire(1.0 + 601, stopped=running)
     assert b"w" not in d.peers
+
+
+def test_a_closed_connection_loses_only_its_queued_requests() -> None:
+    d = make(window=1)
+    d.seen(b"w", 0.0, LANE_ALL)
+    for conn in (b"a", b"b", b"a", b"b"):
+        d.submit(conn, frame(103))
+        d.submit(conn, frame(105))
+    [(_, first)] = d.batches()  # one in flight, the rest queued
+    assert d.discard(b"a") == 4 - sum(1 for c, _ in first if c == b"a")
+    assert {c for c, _, _ in [*d.reads, *d.others]} == {b"b"}
