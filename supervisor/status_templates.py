@@ -119,8 +119,9 @@ entries</p>{% endif %}
 <td><span class="pill {{ r.cls }}">{{ r.summary }}</span></td>
 <td class="muted">{{ r.when }}</td><td class="muted key">{{ r.path }}</td></tr>
 {% endfor %}</tbody></table>
-{% else %}<p class="muted">none yet: <code>pynamesrv audit run DIR</code> and
-<code>pynamesrv chaos run</code> write them next to the cluster file</p>{% endif %}
+{% else %}<p class="muted">none found: the reports of <code>pynamesrv audit run</code> and
+<code>pynamesrv chaos run</code> show up here when they are in the cluster file's directory or
+the supervisor's working directory (or one or two levels below)</p>{% endif %}
 </section>
 <p class="muted">Supervisor state as of {{ updated }}; node tables asked at {{ gathered }}.</p>
 """
