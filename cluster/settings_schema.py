@@ -73,6 +73,7 @@ class Setting:
     yaml: bool = False
     java: str = ""
     attr: str = ""
+    choices: tuple[str, ...] = ()  # the values a string setting may take, when restricted
 
     def check(self, value: Any) -> str | None:
         """The problem with a typed value (as YAML gives it), or None."""
@@ -116,6 +117,8 @@ class Setting:
             return f"{text!r} contains a line break"
         if self.kind is Kind.PATH and not text:
             return "expected a non-empty path"
+        if self.choices and text not in self.choices:
+            return f"{text!r} is not one of {', '.join(self.choices)}"
         return None
 
 
@@ -218,6 +221,22 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("frameReadTimeoutSeconds", _I, 30, "a request must arrive whole within this after "
             "its first byte, else the connection is closed (slow senders)", 1, 3600, "s",
             yaml=True, attr="frame_timeout_s"),
+    Setting("tls.server.mode", _S, "disabled", "TLS on the listen port, as RocketMQ's "
+            "`tls.server.mode`: `permissive` takes TLS and plain connections (told apart by "
+            "their first byte), `enforcing` only TLS", yaml=True, attr="tls_mode",
+            choices=("disabled", "permissive", "enforcing")),
+    Setting("tls.server.certPath", _S, "", "PEM certificate chain of the node (needed unless "
+            "`tls.server.mode` is `disabled`); relative to the data dir", yaml=True,
+            attr="tls_cert"),
+    Setting("tls.server.keyPath", _S, "", "PEM private key of the node, unencrypted (protect "
+            "it with file permissions; no password is kept in the config); relative to the "
+            "data dir", yaml=True, attr="tls_key"),
+    Setting("tls.server.need.client.auth", _S, "none", "client certificates: `none`, "
+            "`optional` (checked when sent) or `require`", yaml=True, attr="tls_client_auth",
+            choices=("none", "optional", "require")),
+    Setting("tls.server.trustCertPath", _S, "", "PEM CA certificates client certificates "
+            "must chain to (needed unless `tls.server.need.client.auth` is `none`); relative "
+            "to the data dir", yaml=True, attr="tls_trust"),
     Setting("connectionWriteTimeoutSeconds", _I, 60, "a connection whose replies cannot be "
             "written for this long (its peer reads nothing) is closed", 1, 3600, "s",
             yaml=True, attr="write_timeout_s"),
@@ -270,6 +289,8 @@ def _range(s: Setting) -> str:
         return "any int" if (s.lo, s.hi) == INT32 else f"{s.lo}–{s.hi}"
     if s.kind is Kind.BOOL:
         return "true, false"
+    if s.choices:
+        return ", ".join(s.choices)
     return "path" if s.kind is Kind.PATH else "one line"
 
 

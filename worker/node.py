@@ -22,7 +22,7 @@ from pathlib import Path
 import zmq
 
 from cluster.errors import UserError
-from worker import wire
+from worker import tls, wire
 from worker.business import BusinessConfig
 from worker.business import run as run_business
 from worker.children import Child
@@ -101,6 +101,8 @@ class Controller:
             max_connections_per_address=s.max_connections_per_address,
             pending_max=s.pending_max, frame_timeout_s=float(s.frame_timeout_s),
             write_timeout_s=float(s.write_timeout_s),
+            tls_mode=s.tls_mode, tls_cert=_tls_files(s)[0], tls_key=_tls_files(s)[1],
+            tls_client_auth=s.tls_client_auth, tls_trust=_tls_files(s)[3],
             idle_timeout_s=float(s.idle_timeout_s), max_pending=s.io_max_pending,
             window=s.business_window, drain_ms=s.shutdown_drain_ms))
             for i in range(s.io_workers)]
@@ -229,6 +231,12 @@ class Controller:
                 child.reap(time.monotonic())
 
 
+def _tls_files(s: NodeSettings) -> tuple[str, str, str, str]:
+    """(cert, key, client auth, trust) with relative paths resolved against the data dir."""
+    return (tls.resolve(s.tls_cert, s.data_dir), tls.resolve(s.tls_key, s.data_dir),
+            s.tls_client_auth, tls.resolve(s.tls_trust, s.data_dir))
+
+
 def bind_guard(host: str, port: int) -> socket.socket:
     """Hold the port (bound, not listening) so a foreign process cannot take it.
 
@@ -294,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = load_settings(args.data_dir, args.config, args.port, args.host, args.name)
         _prepare_data_dir(settings.data_dir)
+        if settings.tls_mode != tls.DISABLED:  # a bad certificate stops the node here, in one line
+            tls.server_context(*_tls_files(settings))
         guard = bind_guard(settings.host, settings.port)
     except UserError as exc:
         print(f"pynamesrv node: error: {exc}", file=sys.stderr)

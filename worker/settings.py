@@ -41,6 +41,11 @@ class NodeSettings:
     pending_max: int
     frame_timeout_s: int
     write_timeout_s: int
+    tls_mode: str
+    tls_cert: str
+    tls_key: str
+    tls_client_auth: str
+    tls_trust: str
     config: dict[str, str]  # every key's text: schema keys resolved, then unknown file keys
     file_keys: tuple[str, ...]  # the config file's keys in file order
 

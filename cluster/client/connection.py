@@ -14,6 +14,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import itertools
+import ssl
 import threading
 from collections.abc import Coroutine
 from dataclasses import replace
@@ -196,6 +197,22 @@ class _Connection(asyncio.Protocol):
             self.transport.abort()
 
 
+def tls_client_context(ca_file: str | None = None, cert: str | None = None,
+                       key: str | None = None) -> ssl.SSLContext:
+    """A client TLS context. With ``ca_file`` the node's certificate must chain to it;
+    without, any certificate is accepted, as RocketMQ's clients do in their default test
+    mode (``tls.test.mode.enable=true``). ``cert``/``key``: a client certificate."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False  # nodes are addressed by IP, as RocketMQ clients do
+    if ca_file:
+        ctx.load_verify_locations(ca_file)
+    else:
+        ctx.verify_mode = ssl.CERT_NONE
+    if cert:
+        ctx.load_cert_chain(cert, key)
+    return ctx
+
+
 class ConnectionPool:
     """One multiplexed connection per node, created on demand, replaced when it dies.
 
@@ -211,8 +228,10 @@ class ConnectionPool:
         max_inflight: int = DEFAULT_MAX_INFLIGHT,
         max_frame: int = DEFAULT_MAX_FRAME,
         close_on_timeout: bool = True,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.io = io
+        self.tls = tls  # connect with TLS (see ``tls_client_context``)
         self.connect_timeout = connect_timeout
         self.max_inflight = max_inflight
         self.max_frame = max_frame
@@ -266,9 +285,12 @@ class ConnectionPool:
         try:
             async with asyncio.timeout(self.connect_timeout):
                 _, proto = await loop.create_connection(
-                    lambda: _Connection(addr, self.max_frame, self.max_inflight), host, port)
+                    lambda: _Connection(addr, self.max_frame, self.max_inflight), host, port,
+                    ssl=self.tls, server_hostname=host if self.tls else None)
         except TimeoutError:
             raise CallTimeout(f"connect timed out after {self.connect_timeout}s", addr) from None
+        except ssl.SSLError as exc:
+            raise ConnectError(f"TLS handshake failed: {exc}", addr) from None
         except OSError as exc:
             raise ConnectError(f"connect failed: {exc.strerror or exc}", addr) from None
         return proto
