@@ -160,7 +160,10 @@ def _java_string(v: Any) -> str | None:
     if v is False:
         return "false"
     if isinstance(v, (dict, list)):
-        return orjson.dumps(v).decode()
+        try:
+            return orjson.dumps(v).decode()
+        except orjson.JSONEncodeError as exc:  # nested deeper than orjson writes (255)
+            raise _bad(f"extFields value cannot be rewritten as text: {exc}") from None
     return str(v)
 
 
