@@ -36,6 +36,7 @@ def _readme_command_lines() -> list[str]:
     """Command lines of the README's code blocks that are complete (no placeholders)."""
     lines = []
     for block in re.findall(r"```sh\n(.*?)```", README, flags=re.S):
+        block = re.sub(r"\\\n\s*", " ", block)  # continuation lines
         for raw in block.splitlines():
             line = raw.split("  #", 1)[0].strip()
             line = re.sub(r"^(\.venv/bin/|\./)", "", line)
