@@ -263,20 +263,19 @@ class Hub:
         fresh = False
         replies = self.replies
         for frame in frames:
-            found = header_key(frame) if is_route_read(frame) else None
-            if found is None:
-                self.submit(conn.conn_id, frame)
-                continue
-            if not fresh:  # once per chunk: every write acknowledged before it is seen
-                replies.refresh()
-                fresh = True
-            reply = replies.answer(*found)
-            if reply is not None:
-                out.append(reply)
-            elif learnable(frame):
-                self.submit(conn.conn_id, frame, (found[0], replies.generation))
-            else:
-                self.submit(conn.conn_id, frame)
+            found = header_key(frame)  # only route lookups are ever learned under a key
+            if found is not None:
+                if not fresh:  # once per chunk: every write acknowledged before it is seen
+                    replies.refresh()
+                    fresh = True
+                reply = replies.answer(*found)
+                if reply is not None:
+                    out.append(reply)
+                    continue
+                if is_route_read(frame) and learnable(frame):
+                    self.submit(conn.conn_id, frame, (found[0], replies.generation))
+                    continue
+            self.submit(conn.conn_id, frame)
         if out:
             conn.write(out[0] if len(out) == 1 else b"".join(out))
 

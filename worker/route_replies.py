@@ -46,14 +46,16 @@ def header_key(frame: bytes) -> tuple[HeaderKey, bytes] | None:
     if len(frame) < 8:
         return None
     word = _PREFIX.unpack_from(frame, 0)[0]
-    stype, hlen = word >> 24 & 0xFF, word & 0xFFFFFF
-    header = frame[4 : 4 + hlen]
+    stype, end = word >> 24 & 0xFF, 4 + (word & 0xFFFFFF)
     if stype == SerializeType.ROCKETMQ:
-        return (b"\x01" + header[:5] + header[9:], header[5:9]) if hlen >= 9 else None
-    m = _OPAQUE.search(header)
-    if m is None or (len(m[1]) >= 10 and int(m[1]) not in _INT32):
+        return (b"\x01" + frame[4:9] + frame[13:end], frame[9:13]) if end >= 13 else None
+    m = _OPAQUE.search(frame, 4, end)
+    if m is None:
         return None
-    return header[: m.start(1)] + header[m.end(1) :], m[1]
+    digits = m[1]
+    if len(digits) >= 10 and int(digits) not in _INT32:
+        return None
+    return frame[4 : m.start(1)] + frame[m.end(1) : end], digits
 
 
 @dataclass(frozen=True, slots=True)
