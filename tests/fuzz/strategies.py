@@ -64,8 +64,8 @@ def _sizes(points: list[int], total: int) -> list[int]:
 DATA_VERSION = st.fixed_dictionaries(
     {"counter": INT64, "timestamp": INT64}, optional={"stateVersion": INT64})
 
-NAME = st.text(st.characters(blacklist_categories=("Cs", "Zs", "Cc")), min_size=1, max_size=20)
-NO_SPACE = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters=" "),
+NAME = st.text(st.characters(exclude_categories=["Cs", "Zs", "Cc"]), min_size=1, max_size=20)
+NO_SPACE = st.text(st.characters(exclude_categories=["Cs"], exclude_characters=" "),
                    max_size=12)
 
 

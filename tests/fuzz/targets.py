@@ -16,6 +16,7 @@ import struct
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,7 @@ def synthetic_bodies() -> list[bytes]:
         "TopicTest": bodies.topic_config("TopicTest", read_queue_nums=4, write_queue_nums=4),
         "Ordered": bodies.topic_config("Ordered", order=True, attributes={"+a": "b"}),
     }
-    route = {
+    route: dict[str, Any] = {
         "brokerDatas": [{"brokerAddrs": {0: "127.0.0.1:10911", 1: "127.0.0.1:10912"},
                          "brokerName": "broker-a", "cluster": "DefaultCluster"}],
         "filterServerTable": {"127.0.0.1:10911": ["127.0.0.1:30000"]},
@@ -172,23 +173,22 @@ def run_body_decoders(body: bytes | None, compressed: bool | None = None,
     be = (BodyError,)
     for version in versions:
         for flag in flags:
-            guard("decode_register_body", be, lambda v=version, f=flag:
-                  bodies.decode_register_body(body, f, v, now_ms=NOW_MS))
-            guard("decode_register_queues", be, lambda v=version, f=flag:
-                  bodies.decode_register_queues(body, f, v, now_ms=NOW_MS))
-            head = guard("register_head", (), lambda v=version, f=flag:
-                         bodies.register_head(body, f, v, now_ms=NOW_MS))
+            guard("decode_register_body", be, partial(
+                bodies.decode_register_body, body, flag, version, now_ms=NOW_MS))
+            guard("decode_register_queues", be, partial(
+                bodies.decode_register_queues, body, flag, version, now_ms=NOW_MS))
+            head = guard("register_head", (), partial(
+                bodies.register_head, body, flag, version, now_ms=NOW_MS))
             if head is not None and body is not None:
-                guard("topic_table_digest", (), lambda h=head:
-                      bodies.topic_table_digest(body, h))
+                guard("topic_table_digest", (), partial(bodies.topic_table_digest, body, head))
     for name, decoder in BODY_DECODERS:
-        guard(name, be, lambda d=decoder: d(body))
+        guard(name, be, partial(decoder, body))
     if body:
         guard("decode_member_group", be, lambda: decode_member_group(body))
         guard("loads_lenient", (ValueError,), lambda: loads_lenient(body))
         for encoding in ("latin-1", "utf-8"):
             text = body.decode(encoding, "replace")
-            guard("parse_properties", (PropertiesError,), lambda t=text: parse_properties(t))
+            guard("parse_properties", (PropertiesError,), partial(parse_properties, text))
 
 
 BODY_DECODERS: tuple[tuple[str, Callable[[bytes | None], Any]], ...] = (
@@ -252,7 +252,7 @@ def run_stream(data: bytes, sizes: Iterable[int], max_frame: int = 1 << 16,
     for n in sizes:
         chunk = data[pos : pos + n]
         pos += n
-        got = guard("FrameReader.feed", (FrameError,), lambda c=chunk: reader.feed(c))
+        got = guard("FrameReader.feed", (FrameError,), partial(reader.feed, chunk))
         if got is None:
             break
         for frame in got:

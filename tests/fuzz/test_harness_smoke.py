@@ -30,10 +30,13 @@ def test_smoke_run_has_no_crash(tmp_path: Path) -> None:
 
 
 def test_a_crash_is_counted_and_fails_the_run(tmp_path: Path) -> None:
+    def leaky() -> None:
+        raise KeyError("missing")
+
     crashes = run.CrashLog(tmp_path)
     for data in (b"\x01a", b"\x01b"):
         try:
-            guard("decoder", (ValueError,), lambda: {}["missing"])
+            guard("decoder", (ValueError,), leaky)
         except Escaped as exc:
             crashes.record(data, exc.exc)
     summary = run.Summary("test", 1, 0, inputs=2, finished=True)

@@ -14,7 +14,9 @@ import struct
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -131,6 +133,10 @@ def check_route(reply: RemotingCommand) -> str | None:
     return None
 
 
+def check_kv(value: str, reply: RemotingCommand) -> str | None:
+    return None if (reply.code, reply.field("value")) == (0, value) else f"get: {reply}"
+
+
 def good_client(addr: str, index: int, stop: threading.Event, figures: Figures) -> None:
     """Route lookups and KV writes and reads, alternating header encodings; every reply
     must be right and arrive within the deadline."""
@@ -142,7 +148,7 @@ def good_client(addr: str, index: int, stop: threading.Event, figures: Figures) 
         while not stop.is_set():
             n += 1
             key, value = f"k{n % 50}", f"v{n}"
-            calls = [
+            calls: list[tuple[RemotingCommand, Callable[[RemotingCommand], str | None]]] = [
                 (RemotingCommand(code=RequestCode.GET_ROUTEINFO_BY_TOPIC, version=400,
                                  ext_fields={"topic": TOPIC}, serialize_type=stype),
                  check_route),
@@ -153,8 +159,7 @@ def good_client(addr: str, index: int, stop: threading.Event, figures: Figures) 
                 (RemotingCommand(code=RequestCode.GET_KV_CONFIG, version=400,
                                  ext_fields={"namespace": namespace, "key": key},
                                  serialize_type=stype),
-                 lambda r, v=value: None if (r.code, r.field("value")) == (0, v)
-                 else f"get: {r}"),
+                 partial(check_kv, value)),
             ]
             for cmd, check in calls:
                 started = time.monotonic()

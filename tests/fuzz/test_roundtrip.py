@@ -168,11 +168,11 @@ def test_broker_member_group_round_trip(cluster: str | None, broker: str | None,
     assert got == {"cluster": cluster, "brokerName": broker, "brokerAddrs": addrs}
 
 
-KEY = st.text(st.characters(whitelist_categories=("Lu", "Ll", "Nd"), max_codepoint=0x7F),
+KEY = st.text(st.characters(categories=["Lu", "Ll", "Nd"], max_codepoint=0x7F),
               min_size=1, max_size=12)
 # Properties.load skips the blanks before a value and reads backslashes as escapes.
-VALUE = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp"),
-                              blacklist_characters="\\"), max_size=20).filter(
+VALUE = st.text(st.characters(exclude_categories=["Cs", "Cc", "Zl", "Zp"],
+                              exclude_characters="\\"), max_size=20).filter(
     lambda v: not v.startswith(" "))
 
 
