@@ -153,7 +153,7 @@ SETTINGS: tuple[Setting, ...] = (
             update=_U.LIVE, yaml=True, java=_NS),
     Setting("configBlackList", _S, "configBlackList;configStorePath;kvConfigPath",
             "`;`-separated keys UPDATE_NAMESRV_CONFIG refuses (always also `configBlackList`, "
-            "`configStorePath`, `kvConfigPath`, `rocketmqHome`)",
+            "`configStorePath`, `kvConfigPath`, `rocketmqHome`, `aclFile`)",
             update=_U.PROTECTED, yaml=True, java=_NS),
     # NettyServerConfig 4.9.8, in declaration order.
     Setting("listenPort", _I, 9876, "TCP port (`--port` wins)", 1, 65535,
@@ -240,6 +240,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("connectionWriteTimeoutSeconds", _I, 60, "a connection whose replies cannot be "
             "written for this long (its peer reads nothing) is closed", 1, 3600, "s",
             yaml=True, attr="write_timeout_s"),
+    Setting("aclEnable", _B, False, "requests that change state must be signed by an account "
+            "of `aclFile`, admin operations by an admin account (RocketMQ ACL 1.0; README "
+            "\"ACL\")", yaml=True),
+    Setting("aclFile", _P, "plain_acl.yml", "accounts of `aclEnable` (RocketMQ "
+            "`plain_acl.yml` format), relative to the node's data dir; re-read when it "
+            "changes", update=_U.PROTECTED, yaml=True),
+    Setting("aclReadsToo", _B, False, "with `aclEnable`: every other request must be signed "
+            "too, by any account", yaml=True),
 )
 
 BY_KEY: Mapping[str, Setting] = {s.key: s for s in SETTINGS}

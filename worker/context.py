@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from state.store import Store
+from worker.acl import AclGuard, guard_of
 
 ROUTE_CACHE_BYTES = 32 << 20  # encoded route bodies kept per business worker
 
@@ -57,8 +58,9 @@ class NodeContext:
     node_name: str
     clock: Callable[[], int]
     route_cache: RouteCache = field(default_factory=RouteCache)
+    acl: AclGuard | None = None  # None: ACL off (aclEnable=false)
 
     @classmethod
     def build(cls, store: Store, cfg: Any, clock: Callable[[], int] = wall_ms) -> NodeContext:
         """From a worker config carrying node_name."""
-        return cls(store=store, node_name=cfg.node_name, clock=clock)
+        return cls(store=store, node_name=cfg.node_name, clock=clock, acl=guard_of(store))

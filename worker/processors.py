@@ -431,9 +431,15 @@ def system_error(cmd: RemotingCommand, exc: BaseException) -> RemotingCommand:
 
 def handle(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
            ) -> RemotingCommand | None:
-    """The reply to one request, or None (responses and oneway requests get none)."""
+    """The reply to one request, or None (responses and oneway requests get none).
+
+    With ACL on, a request the node's ``AclGuard`` refuses is answered NO_PERMISSION
+    and not run."""
     if cmd.is_response:
         return None
+    refused = ctx.acl.check(cmd, peer) if ctx.acl is not None else None
+    if refused is not None:
+        return None if cmd.is_oneway else response_to(cmd, RC.NO_PERMISSION, refused)
     reply = _dispatch(ctx, cmd, channel, peer)
     return None if cmd.is_oneway else reply
 

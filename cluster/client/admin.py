@@ -22,6 +22,7 @@ import orjson
 
 from cluster.client import admin_format as fmt
 from cluster.client import admin_requests as req
+from cluster.client.credentials import add_credential_args, credentials_from_args
 from cluster.client.errors import ClientError
 from cluster.client.fanout import FanoutResult, NodeOutcome
 from cluster.client.nsclient import NameServerClient
@@ -222,7 +223,8 @@ def run_verb(fn: Verb) -> Callable[[argparse.Namespace], int]:
     """Resolve the nodes, open a client, run ``fn``; a ClientError is exit 1."""
     def command(args: argparse.Namespace) -> int:
         nodes = args.node_set = resolve_args(args)
-        client = NameServerClient(nodes.namesrv_addr, timeout=args.timeout)
+        client = NameServerClient(nodes.namesrv_addr, timeout=args.timeout,
+                                  credentials=credentials_from_args(args))
         try:
             return fn(client, args)
         except ClientError as exc:
@@ -237,6 +239,7 @@ def common_args(p: argparse.ArgumentParser, *, short_config: bool = True) -> Non
     add_source_args(p, short_config=short_config)
     p.add_argument("--timeout", type=float, default=3.0, help="seconds per call (default 3)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_credential_args(p)
 
 
 def _verb(sub: argparse._SubParsersAction, name: str, fn: Verb, help_text: str,

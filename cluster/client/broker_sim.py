@@ -37,6 +37,7 @@ from cluster.client.heartbeat import (
     UNCHANGED,
     HeartbeatLoop,
 )
+from cluster.protocol.acl import Credentials
 
 PERM_READ_WRITE = 6
 MAX_SLAVES = 4
@@ -77,6 +78,7 @@ class SimOptions:
     oneway: bool = False
     force_register: bool = True
     connect_timeout: float = 3.0
+    credentials: Credentials | None = None  # sign every request (ACL)
 
 
 @dataclass(slots=True)
@@ -138,7 +140,8 @@ class SimBroker:
         self.state = "new"
         self._lock = threading.Lock()
         self._payload: RegisterPayload | None = None
-        pool = ConnectionPool(io, connect_timeout=opts.connect_timeout)
+        pool = ConnectionPool(io, connect_timeout=opts.connect_timeout,
+                              credentials=opts.credentials)
         self.api = BrokerOuterAPI(addrs, pool=pool, version=opts.version)
         self.heartbeat = HeartbeatLoop(
             self.api, who, self.payload, period=opts.period, clamp=opts.clamp,

@@ -17,6 +17,7 @@ import orjson
 from cluster.client import admin
 from cluster.client.admin import common_args, plain
 from cluster.client.broker_sim import BrokerSimulation, NodeCounters, SimOptions, every
+from cluster.client.credentials import credentials_from_args
 from cluster.client.fanout import CLIENT_VERSION
 from cluster.client.heartbeat import MAX_PERIOD, MIN_PERIOD
 from cluster.client.targets import NodeSet, resolve_args
@@ -49,7 +50,8 @@ def _sim_options(args: argparse.Namespace, nodes: NodeSet) -> SimOptions:
     return SimOptions(period=period, clamp=clamp, timeout=args.register_timeout,
                       retry_interval=args.retry_interval, version=args.version,
                       compressed=args.compressed, oneway=args.oneway,
-                      force_register=not args.need_register)
+                      force_register=not args.need_register,
+                      credentials=credentials_from_args(args))
 
 
 def _event(text: str, elapsed: float, as_json: bool) -> None:

@@ -27,6 +27,7 @@ from cluster.client.errors import (
     ConnectionLost,
     ProtocolError,
 )
+from cluster.protocol.acl import Credentials, sign
 from cluster.protocol.codes import DEFAULT_MAX_FRAME
 from cluster.protocol.command import RemotingCommand
 from cluster.protocol.frame import FrameReader, decode_command, encode_command
@@ -229,8 +230,10 @@ class ConnectionPool:
         max_frame: int = DEFAULT_MAX_FRAME,
         close_on_timeout: bool = True,
         tls: ssl.SSLContext | None = None,
+        credentials: Credentials | None = None,
     ) -> None:
         self.io = io
+        self.credentials = credentials  # sign every request (RocketMQ ACL 1.0)
         self.tls = tls  # connect with TLS (see ``tls_client_context``)
         self.connect_timeout = connect_timeout
         self.max_inflight = max_inflight
@@ -255,7 +258,11 @@ class ConnectionPool:
         return conn is not None and not conn.closed
 
     def prepare(self, cmd: RemotingCommand) -> tuple[int, bytes]:
-        """Give ``cmd`` a fresh opaque and encode it: (opaque, frame)."""
+        """Give ``cmd`` a fresh opaque (and a signature, with ``credentials``) and encode it:
+        (opaque, frame). The opaque is a header field, not signed, so one signed frame can
+        go to every node."""
+        if self.credentials is not None:
+            cmd = sign(cmd, self.credentials)
         opaque = self.next_opaque()
         return opaque, encode_command(replace(cmd, opaque=opaque))
 

@@ -18,6 +18,7 @@ from typing import Any
 from cluster.client.connection import ConnectionPool, IoLoop, split_addrs
 from cluster.client.errors import CallTimeout, ClientError, ProtocolError, RemoteError
 from cluster.protocol import bodies
+from cluster.protocol.acl import Credentials
 from cluster.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode
 from cluster.protocol.command import RemotingCommand
 
@@ -269,17 +270,18 @@ def _collect(addr: str, task: asyncio.Task[NodeOutcome], elapsed: float) -> Node
 class BrokerOuterAPI:
     """Fan-out REGISTER/UNREGISTER/QUERY_DATA_VERSION to every configured NameServer.
 
-    Owns a ``ConnectionPool`` (and its ``IoLoop``) unless one is passed in.
-    Every method has a blocking form (safe from any thread but the loop's) and
+    Owns a ``ConnectionPool`` (and its ``IoLoop``, signing with ``credentials``) unless
+    one is passed in. Every method has a blocking form (safe from any thread but the loop's) and
     an ``_async`` form for code already on ``self.io.loop``.
     """
 
     def __init__(self, namesrv_addrs: str | Iterable[str], *, pool: ConnectionPool | None = None,
                  version: int = CLIENT_VERSION, register_timeout: float = REGISTER_TIMEOUT,
-                 connect_timeout: float = 3.0) -> None:
+                 connect_timeout: float = 3.0, credentials: Credentials | None = None) -> None:
         self._owns_io = pool is None
         if pool is None:
-            pool = ConnectionPool(IoLoop(), connect_timeout=connect_timeout)
+            pool = ConnectionPool(IoLoop(), connect_timeout=connect_timeout,
+                                  credentials=credentials)
         self.pool = pool
         self.io = pool.io
         self.version = version

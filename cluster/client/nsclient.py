@@ -28,6 +28,7 @@ from cluster.client.fanout import (
     fanout_frame,
 )
 from cluster.protocol import bodies
+from cluster.protocol.acl import Credentials
 from cluster.protocol.codes import RequestCode, ResponseCode
 from cluster.protocol.command import RemotingCommand
 from cluster.protocol.properties import format_properties, parse_properties
@@ -43,17 +44,19 @@ def _command(code: int, ext: dict[str, str] | None = None, body: bytes | None = 
 class NameServerClient:
     """Talks to a list of NameServer nodes; blocking methods, safe from any thread.
 
-    Owns a ``ConnectionPool`` (and its ``IoLoop``) unless one is passed in.
-    Raises the ``cluster.client.errors`` tree: ``ConnectError`` when no node
+    Owns a ``ConnectionPool`` (and its ``IoLoop``, signing with ``credentials``) unless
+    one is passed in. Raises the ``cluster.client.errors`` tree: ``ConnectError`` when no node
     could be reached, ``CallTimeout``, ``RemoteError(code, remark)`` for a
     non-SUCCESS reply, ``ProtocolError`` for an unreadable reply.
     """
 
     def __init__(self, addrs: str | Iterable[str], *, timeout: float = DEFAULT_TIMEOUT,
                  pool: ConnectionPool | None = None, version: int = CLIENT_VERSION,
-                 connect_timeout: float = 3.0, rng: random.Random | None = None) -> None:
+                 connect_timeout: float = 3.0, rng: random.Random | None = None,
+                 credentials: Credentials | None = None) -> None:
         self._owns_io = pool is None
-        self.pool = pool or ConnectionPool(IoLoop(), connect_timeout=connect_timeout)
+        self.pool = pool or ConnectionPool(IoLoop(), connect_timeout=connect_timeout,
+                                           credentials=credentials)
         self.io = self.pool.io
         self.timeout = timeout
         self.version = version
