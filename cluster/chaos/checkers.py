@@ -39,6 +39,7 @@ class CheckConfig:
     timing: Timing = field(default_factory=Timing)
     grace_s: float = 5.0
     min_route_success: float = 0.95
+    min_load_answered: float = 0.999
     unregister_lag_s: float = 0.0
 
 
@@ -424,6 +425,9 @@ def config_from_history(view: HistoryView, **overrides: Any) -> CheckConfig:
 
 
 def run_checks(ops: Iterable[Op], cfg: CheckConfig | None = None) -> list[CheckResult]:
+    """Every checker, plus the load checks when the run had ``--load``."""
+    from cluster.chaos.load_checks import run_load_checks  # it imports this module
+
     view = HistoryView(ops)
     cfg = cfg or config_from_history(view)
-    return [check(view, cfg) for check in CHECKERS]
+    return [check(view, cfg) for check in CHECKERS] + run_load_checks(view, cfg)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 import time
 from pathlib import Path
@@ -11,9 +12,10 @@ import orjson
 
 from cluster.chaos.checkers import CheckConfig, HistoryView, config_from_history, run_checks
 from cluster.chaos.history import read_history
+from cluster.chaos.load_plan import DEFAULT_BROKERS, DEFAULT_READS, DEFAULT_TOPICS, LoadPlan
 from cluster.chaos.runner import ChaosOptions, run_chaos, timing_for
 from cluster.chaos.schedule import SCENARIOS, build_schedule
-from cluster.config import load_cluster
+from cluster.config import ClusterConfig, load_cluster
 from cluster.errors import UserError
 
 
@@ -50,23 +52,59 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _schedule_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scenario", required=True, choices=sorted(SCENARIOS), metavar="NAME",
                    help="one of: " + ", ".join(SCENARIOS))
-    p.add_argument("--seed", type=int, required=True, help="seed; the same seed replays")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed; the same seed replays (default: a random one, printed)")
     p.add_argument("--duration", type=_duration, default=60.0, metavar="D",
                    help="run length, e.g. 45s or 2m (60s)")
     p.add_argument("-c", "--config", metavar="FILE",
                    help="cluster file (default ./cluster.yaml, else the repository's)")
     p.add_argument("--margin", type=float, default=None, metavar="S",
                    help="slack added to every liveness deadline (max(2, heartbeat/4))")
+    load = p.add_argument_group("production load (--load)")
+    load.add_argument("--load", action="store_true",
+                      help="run the scenario under load: master/slave brokers with compressed "
+                           "registrations on every node plus pipelined route reads")
+    load.add_argument("--load-brokers", type=int, default=DEFAULT_BROKERS, metavar="N",
+                      help=f"target brokers, in master/slave pairs ({DEFAULT_BROKERS})")
+    load.add_argument("--load-topics", type=int, default=DEFAULT_TOPICS, metavar="N",
+                      help=f"topics per broker ({DEFAULT_TOPICS})")
+    load.add_argument("--load-reads", type=float, default=DEFAULT_READS, metavar="R",
+                      help=f"target successful route reads per second, all nodes "
+                           f"({DEFAULT_READS:g})")
+    load.add_argument("--heartbeat", type=_duration, default=None, metavar="D",
+                      help="heartbeat period of the load's brokers, e.g. 5s "
+                           "(default: brokers.heartbeat_ms of the cluster file)")
+
+
+def load_plan(args: argparse.Namespace, cfg: ClusterConfig) -> LoadPlan | None:
+    """The ``--load`` plan of the command line for ``cfg`` (None without ``--load``)."""
+    if not args.load:
+        return None
+    heartbeat = args.heartbeat or cfg.broker_heartbeat_ms / 1000
+    try:
+        return LoadPlan(brokers=args.load_brokers, topics_per_broker=args.load_topics,
+                        heartbeat_s=heartbeat, reads_per_s=args.load_reads,
+                        nodes=len(cfg.nodes))
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _seed(args: argparse.Namespace) -> int:
+    if args.seed is None:
+        args.seed = random.randrange(1 << 31)
+    return int(args.seed)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    _seed(args)
     if args.brokers < 1:
         raise UserError("--brokers must be at least 1")
+    plan = load_plan(args, load_cluster(args.config))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"chaos-out/{args.scenario}-{args.seed}-{stamp}")
     opts = ChaosOptions(args.scenario, args.seed, args.duration, out, args.config,
                         args.brokers, args.margin, lambda line: print(line, flush=True),
-                        audit=args.audit)
+                        audit=args.audit, load=plan)
     report = run_chaos(opts)
     if report.interrupted:
         return 130
@@ -76,12 +114,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     cfg = load_cluster(args.config)
     brokers = [f"chaos-broker-{i}" for i in range(2)]
-    schedule = build_schedule(args.scenario, args.seed, [n.name for n in cfg.nodes], brokers,
+    schedule = build_schedule(args.scenario, _seed(args), [n.name for n in cfg.nodes], brokers,
                               args.duration, timing_for(cfg, args.margin))
     print(f"scenario={schedule.scenario} seed={schedule.seed} "
           f"schedule={schedule.fingerprint()} faults={len(schedule.events)}")
     for line in schedule.describe():
         print(line)
+    plan = load_plan(args, cfg)
+    for line in [] if plan is None else plan.describe():
+        print(f"load {line}")
     return 0
 
 

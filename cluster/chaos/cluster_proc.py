@@ -28,7 +28,7 @@ PR_SET_PDEATHSIG = 1
 POLL_S = 0.1
 
 
-def _die_with_parent(parent: int) -> Callable[[], None]:
+def die_with_parent(parent: int) -> Callable[[], None]:
     def setup() -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -68,7 +68,7 @@ class ClusterProcess:
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                process_group=0, preexec_fn=_die_with_parent(os.getpid()))
+                process_group=0, preexec_fn=die_with_parent(os.getpid()))
 
     def exited(self) -> bool:
         return self.proc is None or self.proc.poll() is not None

@@ -315,9 +315,10 @@ class ProxyHost:
     """Several FaultProxy objects served by one event loop in a daemon thread."""
 
     def __init__(self, specs: list[ProxySpec], *, seed: int = 0,
-                 call_timeout_s: float = 5.0) -> None:
+                 call_timeout_s: float = 5.0, max_connections: int = 256) -> None:
         self._specs = specs
         self._seed = seed
+        self._max_connections = max_connections
         self._call_timeout_s = call_timeout_s
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="chaos-proxy",
@@ -329,7 +330,8 @@ class ProxyHost:
         self._thread.start()
         for i, spec in enumerate(self._specs):
             proxy = FaultProxy(spec.upstream, listen_port=spec.listen_port, name=spec.name,
-                               seed=self._seed * 1000 + i)
+                               seed=self._seed * 1000 + i,
+                               max_connections=self._max_connections)
             self._call(proxy.start())
             self.proxies[spec.name] = proxy
         return self.ports()

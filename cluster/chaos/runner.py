@@ -25,10 +25,13 @@ import orjson
 from cluster.audit.collector import now_ms
 from cluster.audit.rows import BoundInputs
 from cluster.chaos.audit import AUDIT_DIR, AuditInput, run_audit
-from cluster.chaos.checkers import CheckConfig, CheckResult, run_checks
+from cluster.chaos.checkers import CheckConfig, CheckResult, HistoryView, run_checks
 from cluster.chaos.cluster_proc import ClusterProcess, ProcessTracker
 from cluster.chaos.faults import FAULTS, FaultContext
 from cluster.chaos.history import NEMESIS, RUNNER, HistoryWriter
+from cluster.chaos.load import LoadProcess
+from cluster.chaos.load_checks import load_report, report_lines
+from cluster.chaos.load_plan import LoadPlan
 from cluster.chaos.proxy import ProxyHost, ProxySpec
 from cluster.chaos.report_html import write_report
 from cluster.chaos.schedule import FaultEvent, Schedule, Timing, build_schedule
@@ -39,6 +42,7 @@ from cluster.control import ControlClient
 
 PROGRESS_EVERY_S = 10.0
 SAMPLE_EVERY_S = 1.0
+PROXY_CONNECTIONS = 256  # per proxy, besides the load's brokers and clients
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class ChaosOptions:
     echo: Callable[[str], None] = print
     timing: Timing | None = None
     audit: bool = True
+    load: LoadPlan | None = None
 
 
 @dataclass
@@ -62,6 +67,7 @@ class ChaosReport:
     out_dir: Path
     interrupted: bool = False
     error: str | None = None
+    load: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -82,6 +88,11 @@ def bound_inputs(timing: Timing) -> BoundInputs:
     return BoundInputs(heartbeat_period_ms=round(timing.heartbeat_s * 1000),
                        scan_interval_ms=round(timing.scan_s * 1000),
                        expiry_ms=round(timing.expiry_s * 1000))
+
+
+def load_ready_timeout(plan: LoadPlan) -> float:
+    """How long every load broker may take to be registered on every node."""
+    return 60.0 + 2 * plan.heartbeat_s
 
 
 def client_timeout(timing: Timing) -> float:
@@ -127,6 +138,10 @@ class ChaosRun:
         self.fault_end_ms: int | None = None
         self.ctx: FaultContext | None = None
         self.active: dict[int, FaultEvent] = {}
+        self.load: LoadProcess | None = None
+        self.client_addrs: dict[str, str] = {}
+        self.load_report: dict[str, Any] | None = None
+        self.t0 = 0.0  # history time the schedule starts at (after the load is ready)
         self._next_sample = 0.0
         self._next_progress = PROGRESS_EVERY_S
 
@@ -139,6 +154,8 @@ class ChaosRun:
                   f"out={self.opts.out_dir}")
         for line in self.schedule.describe():
             self.echo(f"  plan {line}")
+        for line in [] if self.opts.load is None else self.opts.load.describe():
+            self.echo(f"  load {line}")
         report = ChaosReport(self.schedule, [], self.opts.out_dir)
         try:
             with sigterm_as_interrupt():
@@ -154,6 +171,7 @@ class ChaosRun:
                 try:
                     self._cleanup()
                     self._audit(report)
+                    self._record_load_report()
                 finally:
                     self._close_history()
         return self._finish(report)
@@ -166,9 +184,10 @@ class ChaosRun:
         self.tracker.sample(self.cluster.pid)
         self.echo(f"chaos: cluster ready in {took:.1f}s ({', '.join(self.nodes)})")
         self._start_harness()
+        self._start_load()
         self._run_schedule()
         healed_at = self.history.now() if self.history is not None else 0.0
-        end = max(self.opts.duration_s, healed_at + self.timing.settle_s)
+        end = max(self.t0 + self.opts.duration_s, healed_at + self.timing.settle_s)
         self._wait_until(end)
         assert self.workload is not None
         self.workload.read_kv_all()
@@ -181,7 +200,10 @@ class ChaosRun:
 
     def _start_harness(self) -> None:
         specs = [ProxySpec(n.name, (n.host, n.port)) for n in self.cfg.nodes]
-        self.proxies = ProxyHost(specs, seed=self.opts.seed)
+        load = self.opts.load
+        extra = 0 if load is None else load.broker_count + load.clients
+        self.proxies = ProxyHost(specs, seed=self.opts.seed,
+                                 max_connections=PROXY_CONNECTIONS + extra)
         ports = self.proxies.start()
         client_addrs = {name: f"127.0.0.1:{port}" for name, port in ports.items()}
         self.history = HistoryWriter(self.opts.out_dir / "history.jsonl", time.monotonic)
@@ -191,7 +213,8 @@ class ChaosRun:
             "fingerprint": self.schedule.fingerprint(), "client_addrs": client_addrs,
             "node_addrs": self.node_addrs, "check": {"grace_s": self._grace_s()}})
         opts = WorkloadOptions(brokers=len(self.brokers), heartbeat_s=self.timing.heartbeat_s,
-                               timeout_s=client_timeout(self.timing), seed=self.opts.seed)
+                               timeout_s=client_timeout(self.timing), seed=self.opts.seed,
+                               load=load)
         self.audit_input = AuditInput(self.opts.out_dir / AUDIT_DIR, self.node_addrs,
                                       opts.observe_interval_s, bound_inputs(self.timing))
         self.workload = Workload(self.history, client_addrs, self.node_addrs, opts,
@@ -199,6 +222,27 @@ class ChaosRun:
         self.ctx = FaultContext(self.control, self.proxies, self.workload, self.node_addrs,
                                 self.probe, float(self.cfg.supervisor.readiness_timeout_s))
         self.workload.start()
+        self.client_addrs = client_addrs
+
+    def _start_load(self) -> None:
+        """The load process; the schedule starts once every load broker is registered."""
+        plan = self.opts.load
+        if plan is None:
+            return
+        assert self.history is not None
+        ready_s = load_ready_timeout(plan)
+        run_s = ready_s + self.opts.duration_s + self.timing.settle_s
+        self.history.record(RUNNER, "load", None, "info", {"plan": plan.as_dict()})
+        self.load = LoadProcess(self.opts.out_dir, plan, self.client_addrs, self.history,
+                                run_s, self.opts.seed)
+        self.load.start()
+        assert self.load.pid is not None
+        self.tracker.sample(self.load.pid)
+        ready = self.load.wait_ready(ready_s)
+        self.t0 = self.history.now()
+        self.echo(f"[{self.t0:7.2f}s] load ready: {ready.get('registered')}/"
+                  f"{ready.get('needed')} registrations in {ready.get('took_s')}s, reads "
+                  f"started; the schedule starts now")
 
     # ------------------------------------------------------------- nemesis
 
@@ -212,7 +256,7 @@ class ChaosRun:
 
     def _run_schedule(self) -> None:
         for at, _, idx, phase in self._actions():
-            self._wait_until(at)
+            self._wait_until(self.t0 + at)
             event = self.schedule.events[idx]
             if phase == "apply":
                 self._apply(idx, event)
@@ -266,6 +310,8 @@ class ChaosRun:
         now = self.history.now()
         if now >= self._next_sample:
             self.tracker.sample(self.cluster.pid)
+            if self.load is not None and self.load.pid is not None:
+                self.tracker.sample(self.load.pid)
             self._next_sample = now + SAMPLE_EVERY_S
         if now >= self._next_progress:
             counts = " ".join(f"{k}={v}" for k, v in self.history.outcomes.items())
@@ -278,6 +324,8 @@ class ChaosRun:
         self._heal_paused()
         if self.workload is not None:
             self.workload.stop()
+        if self.load is not None:  # after the workload: its brokers' disconnects go unrecorded
+            self.echo(f"chaos: load process {self.load.stop()}")
         if self.audit_input is not None:
             self.audit_input.close(self.fault_end_ms)
         if self.proxies is not None:
@@ -294,6 +342,13 @@ class ChaosRun:
                 "alive": left, "checked": len(self.tracker.seen), "shutdown": how})
         self.echo(f"chaos: cluster {how}; {len(self.tracker.seen)} processes tracked, "
                   f"{len(left)} left behind")
+
+    def _record_load_report(self) -> None:
+        """The achieved load, as the history's ``load_report`` record (and for the report)."""
+        if self.history is None or self.opts.load is None:
+            return
+        self.load_report = load_report(HistoryView(self.history.records()))
+        self.history.record(RUNNER, "load_report", None, "info", self.load_report)
 
     def _close_history(self) -> None:
         if self.history is not None:
@@ -330,6 +385,7 @@ class ChaosRun:
         if self.history is not None:
             cfg = CheckConfig(timing=self.timing, grace_s=self._grace_s())
             report.results = run_checks(self.history.records(), cfg)
+            report.load = self.load_report
         self._write_json("result.json", result_document(report, self.opts))
         write_report(self.opts.out_dir)
         text = summary_text(report, self.opts)
@@ -348,7 +404,7 @@ def result_document(report: ChaosReport, opts: ChaosOptions) -> dict[str, Any]:
     return {"scenario": report.schedule.scenario, "seed": opts.seed,
             "fingerprint": report.schedule.fingerprint(), "duration_s": opts.duration_s,
             "ok": report.ok, "interrupted": report.interrupted, "error": report.error,
-            "checks": [r.as_dict() for r in report.results],
+            "checks": [r.as_dict() for r in report.results], "load": report.load,
             "schedule": report.schedule.as_dict(), "history": "history.jsonl"}
 
 
@@ -360,6 +416,8 @@ def summary_text(report: ChaosReport, opts: ChaosOptions) -> str:
         lines.append("INTERRUPTED: the run did not complete")
     if report.error:
         lines.append(f"ERROR: {report.error}")
+    if report.load is not None:
+        lines += report_lines(report.load)
     for r in report.results:
         tag = "SKIP" if r.skipped else ("PASS" if r.ok else "FAIL")
         lines.append(f"{tag} {r.kind:<8} {r.name:<26} {r.summary}")

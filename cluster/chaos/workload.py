@@ -21,6 +21,7 @@ from cluster.audit.collector import now_ms
 from cluster.chaos.audit import AuditInput, Observed
 from cluster.chaos.checkers import ABANDONED
 from cluster.chaos.history import OBSERVER, HistoryWriter
+from cluster.chaos.load_plan import LoadPlan, load_observation
 from cluster.client.broker_sim import SimBroker, SimOptions, SimStats, broker_identity, make_topics
 from cluster.client.connection import ConnectionPool, IoLoop
 from cluster.client.errors import CallTimeout, ClientError, RemoteError
@@ -46,6 +47,7 @@ class WorkloadOptions:
     observe_interval_s: float = 0.5
     kv_every_rounds: int = 10
     seed: int = 0
+    load: LoadPlan | None = None
 
 
 def client_error_value(exc: BaseException) -> dict[str, Any]:
@@ -100,6 +102,7 @@ class Workload:
         self.node_addrs = dict(node_addrs)
         self._node_of = {a: n for n, a in self.client_addrs.items()}
         self._stop = threading.Event()
+        self._stop_observing = threading.Event()
         self._threads: list[threading.Thread] = []
         self._io = IoLoop("chaos-brokers")
         self._lock = threading.Lock()
@@ -201,6 +204,10 @@ class Workload:
     def stop(self, join_timeout: float = 10.0) -> None:
         """Stop every loop; brokers stop heartbeating without unregistering."""
         self._stop.set()
+        for t in self._threads:
+            if t.name != f"chaos-{OBSERVER}":
+                t.join(join_timeout)
+        self._stop_observing.set()  # the observer's last round sees the writers' last writes
         for t in self._threads:
             t.join(join_timeout)
         with self._lock:
@@ -309,16 +316,22 @@ class Workload:
         client = self._client(list(self.node_addrs.values()))
         rounds = 0
         try:
-            while not self._stop.is_set():
-                with_kv = rounds % self.opts.kv_every_rounds == 0
-                observed = [self._observe_node(process, client, node, addr, with_kv)
-                            for node, addr in self.node_addrs.items()]
-                if self.audit is not None:
-                    self.audit.add_round(rounds, observed)
+            while not self._stop_observing.is_set():
+                self._observe_round(process, client, rounds)
                 rounds += 1
-                self._stop.wait(self.opts.observe_interval_s)
+                self._stop_observing.wait(self.opts.observe_interval_s)
+            self._observe_round(process, client, rounds, final=True)
         finally:
             client.close()
+
+    def _observe_round(self, process: str, client: NameServerClient, round_no: int,
+                       final: bool = False) -> None:
+        """One snapshot of every node; the final round (after the writers stopped) has KV."""
+        with_kv = final or round_no % self.opts.kv_every_rounds == 0
+        observed = [self._observe_node(process, client, node, addr, with_kv)
+                    for node, addr in self.node_addrs.items()]
+        if self.audit is not None:
+            self.audit.add_round(round_no, observed)
 
     def _observe_node(self, process: str, client: NameServerClient, node: str, addr: str,
                       with_kv: bool) -> Observed:
@@ -326,8 +339,10 @@ class Workload:
         seen = Observed(node, now_ms())
 
         def fetch() -> dict[str, Any]:
-            seen.snapshot = client.get_snapshot(addr)
-            return observation(seen.snapshot, with_kv)
+            snapshot = client.get_snapshot(addr)
+            load = self.opts.load
+            seen.snapshot = snapshot if load is None else load.audit_snapshot(snapshot)
+            return observation(snapshot, with_kv, load)
 
         exc = self._call(process, "snapshot", node, {}, fetch)
         if exc is not None:
@@ -349,11 +364,23 @@ def _kv_table(client: NameServerClient, addr: str) -> dict[str, Any]:
     return {"kv": {KV_NAMESPACE: client.get_kv_list(KV_NAMESPACE, addr=addr) or {}}}
 
 
-def observation(snapshot: Mapping[str, Any], with_kv: bool = True) -> dict[str, Any]:
-    """The compact view of a node snapshot the checkers use (KV only when asked)."""
+def observation(snapshot: Mapping[str, Any], with_kv: bool = True,
+                load: LoadPlan | None = None) -> dict[str, Any]:
+    """The compact view of a node snapshot the checkers use (KV only when asked).
+
+    With a load plan, the load's brokers are summed up under ``load`` and left
+    out of ``brokers`` and ``live``, which stay the chaos workload's.
+    """
     tables = snapshot.get("tables", {})
-    out = {"seq": snapshot.get("seq"), "brokers": sorted(tables.get("broker", {})),
-           "live": sorted(tables.get("live", {}))}
+    brokers, live = tables.get("broker", {}), tables.get("live", {})
+    out: dict[str, Any] = {"seq": snapshot.get("seq")}
+    if load is None:
+        out.update(brokers=sorted(brokers), live=sorted(live))
+    else:
+        addrs = load.broker_addrs()
+        out.update(brokers=sorted(b for b in brokers if not load.owns_broker(b)),
+                   live=sorted(a for a in live if a not in addrs),
+                   load=load_observation(load, tables))
     if with_kv:
         out["kv"] = tables.get("kv", {})
     return out

@@ -16,15 +16,17 @@ FAST_SETTINGS = {"scanNotActiveBrokerInterval": 1000, "brokerChannelExpiredTime"
 
 
 def write_cluster(tmp: Path, ports: Callable[[], int], nodes: int = 3,
-                  overrides: dict[str, dict[str, Any]] | None = None) -> Path:
-    """A cluster.yaml on free ports with the short timeouts of the chaos tests."""
+                  overrides: dict[str, dict[str, Any]] | None = None,
+                  defaults: dict[str, Any] | None = None) -> Path:
+    """A cluster.yaml on free ports with the short timeouts of the chaos tests
+    (``defaults`` replaces some of them for every node)."""
     doc: dict[str, Any] = {
         "control": f"tcp://127.0.0.1:{ports()}",
         "data_dir": "data",
         "brokers": {"heartbeat_ms": 2000},
         "supervisor": {"readiness_timeout_s": 30, "backoff_initial_ms": 200,
                        "stop_grace_s": 5, "probe_interval_ms": 500},
-        "defaults": dict(FAST_SETTINGS),
+        "defaults": {**FAST_SETTINGS, **(defaults or {})},
         "nodes": [{"name": f"n{i + 1}", "host": "127.0.0.1", "port": ports()}
                   for i in range(nodes)],
     }

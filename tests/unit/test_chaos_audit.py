@@ -96,7 +96,7 @@ class FakeSnapshots:
         self.calls.append(addr)
         self.left -= 1
         if self.left == 0:
-            self.workload._stop.set()
+            self.workload._stop_observing.set()
         if addr == NODES["n2"] and len(self.calls) > len(NODES):
             raise CallTimeout("no reply within 1s", addr)
         return snapshot("n1" if addr == NODES["n1"] else "n2", 7_000, ["b1"])
@@ -123,12 +123,15 @@ def test_observer_writes_each_round_and_records_history(workload: Workload,
     assert workload.audit is not None
     workload.audit.close(None)
     ops = [(o.node, o.outcome) for o in workload.history.records()]
-    assert ops == [("n1", "ok"), ("n2", "ok"), ("n1", "ok"), ("n2", "unknown")]
+    # Two rounds, then the final one taken once the writers have stopped (with KV).
+    assert ops == [("n1", "ok"), ("n2", "ok"), ("n1", "ok"), ("n2", "unknown"),
+                   ("n1", "ok"), ("n2", "unknown")]
+    assert ["kv" in o.value for o in workload.history.records()][-2:] == [True, False]
     n2 = read_rows(audit_dir, "n2")
     assert [(r["round"], r["available"]) for r in n2 if r["table"] is None] == [
-        (0, True), (1, False)]
+        (0, True), (1, False), (2, False)]
     assert "CallTimeout" in n2[-1]["error"]
-    assert read_manifest(audit_dir).rounds == 2
+    assert read_manifest(audit_dir).rounds == 3
 
 
 def report_doc(holds: bool) -> dict[str, Any]:
