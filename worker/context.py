@@ -10,7 +10,7 @@ from typing import Any
 from state.store import Store
 from worker.acl import AclGuard, guard_of
 
-ROUTE_CACHE_BYTES = 32 << 20  # encoded route bodies kept per business worker
+ROUTE_CACHE_BYTES = 16 << 20  # encoded route bodies per business worker (the I/O worker keeps more)
 
 
 def wall_ms() -> int:

@@ -30,7 +30,7 @@ import orjson
 from cluster.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode, SerializeType
 from cluster.protocol.frame import FrameError, decode_command
 
-MAX_BYTES = 32 << 20  # templates kept per I/O worker
+MAX_BYTES = 96 << 20  # templates kept per I/O worker: the 40,000 routes of the mixed layout fit
 _PREFIX = struct.Struct(">iI")
 _I32 = struct.Struct(">i")
 _BIN_ROUTE = struct.Struct(">hBhi")  # code, language, version, opaque
