@@ -108,9 +108,10 @@ class JavaBroker(JavaProcess):
         return f"127.0.0.1:{self.port}"
 
 
-def mqadmin(*args: str, home: Path, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+def mqadmin(*args: str, home: Path, timeout: float = 60.0,
+            extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``bin/mqadmin ARGS`` (logs under ``home``); returns the finished process."""
-    env = {**os.environ, "MQADMIN_USER_HOME": str(home)}
+    env = {**os.environ, "MQADMIN_USER_HOME": str(home), **(extra_env or {})}
     return subprocess.run([str(JAVA_ROCKETMQ / "bin" / "mqadmin"), *args], capture_output=True,
                           text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
 
