@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 
 from cluster.client.errors import RemoteError
@@ -145,3 +146,20 @@ def test_update_config_cannot_turn_acl_off(node: NodeProcess) -> None:
         assert conn.call(register("StillGuarded")).code == ResponseCode.NO_PERMISSION
     finally:
         conn.close()
+
+
+def broker_sim(node: NodeProcess, *keys: str) -> dict[str, int]:
+    """``pynamesrv broker-sim`` for a second; the node's counters of its last summary."""
+    done = admin_verb(node, "broker-sim", "--brokers", "1", "--topics", "2", "--duration", "1",
+                      "--no-unregister", "--json", *keys, creds=None)
+    assert done.returncode == 0, done.stderr
+    return orjson.loads(done.stdout.splitlines()[-1])["nodes"][node.addr]
+
+
+def test_broker_sim_signs_with_its_options(node: NodeProcess) -> None:
+    unsigned = broker_sim(node)
+    assert unsigned["ok"] == 0 and unsigned["failed"] >= 1
+    assert "no AccessKey" in unsigned["last_error"], unsigned
+    signed = broker_sim(node, "--access-key", BROKER.access_key,
+                        "--secret-key", BROKER.secret_key)
+    assert signed["ok"] >= 1 and signed["failed"] == 0

@@ -9,6 +9,7 @@ listener that read one frame and never answered:
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +17,13 @@ from pathlib import Path
 import pytest
 
 from cluster.client.connection import ConnectionPool, IoLoop
+from cluster.client.credentials import (
+    ACCESS_KEY_ENV,
+    SECRET_KEY_ENV,
+    add_credential_args,
+    credentials_from_args,
+)
+from cluster.errors import UserError
 from cluster.protocol import acl
 from cluster.protocol.command import RemotingCommand
 from cluster.protocol.frame import decode_command
@@ -127,3 +135,19 @@ def test_body_and_unique_key_flag() -> None:
 
 def test_credentials_repr_hides_the_secret() -> None:
     assert "12345678" not in repr(TOOLS)
+
+
+def test_tool_credentials_from_options_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    parser = argparse.ArgumentParser()
+    add_credential_args(parser)
+    monkeypatch.delenv(ACCESS_KEY_ENV, raising=False)
+    monkeypatch.delenv(SECRET_KEY_ENV, raising=False)
+    assert credentials_from_args(parser.parse_args([])) is None
+    given = parser.parse_args(["--access-key", "ak12345", "--secret-key", "sk12345"])
+    assert credentials_from_args(given) == acl.Credentials("ak12345", "sk12345")
+    monkeypatch.setenv(ACCESS_KEY_ENV, "envKey1")
+    with pytest.raises(UserError, match="secret key"):
+        credentials_from_args(parser.parse_args([]))
+    monkeypatch.setenv(SECRET_KEY_ENV, "envSecret")
+    assert credentials_from_args(parser.parse_args([])) == acl.Credentials("envKey1", "envSecret")
+    assert credentials_from_args(given) == acl.Credentials("ak12345", "sk12345")  # options win
