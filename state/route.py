@@ -12,8 +12,11 @@ Stored shapes: topic → {brokerName: QueueData}; broker → BrokerData with
 live → {lastUpdateTimestamp, dataVersion, channel, haServerAddr[,
 heartbeatTimeoutMillis]}; filter → [addr]; channel → [brokerAddr];
 applied → digest of the topic table a broker name last applied (`TopicTable`);
-applied_queues → {topic: [perm, readQueueNums, topicSysFlag, writeQueueNums]} of that
-table, so the next table of that name touches only the topics whose fields differ.
+applied_queues → {topic: [perm, readQueueNums, topicSysFlag, writeQueueNums]} of the last
+table that name applied whole, and applied_delta → the same for the topics its later
+registrations changed, so the next table of that name touches only the topics whose fields
+differ (topics a table leaves out keep their queue data, so the records may hold more topics
+than the last table; each still holds what the topic table holds for that name).
 
 Deliberate choices where 4.9 and 5.x differ (5.x fixes adopted):
 * onChannelDestroy removes every broker registered over the closed channel
@@ -33,20 +36,23 @@ queue data removed only when its broker name disappears entirely.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from cluster.protocol.bodies import QueueFields, queue_fields
+from cluster.protocol.register_scan import Entries, PlainTable, TableDiff
 from state.javaorder import string_hash
-from state.store import APPLIED, APPLIED_QUEUES, Store, Txn, dumps
+from state.store import APPLIED, APPLIED_DELTA, APPLIED_QUEUES, Store, Txn, dumps
 
 PERM_WRITE = 2
 PERM_READ = 4
 MASTER_ID = "0"
-# Decoded APPLIED_QUEUES values kept by this process: brokerName → (stored text, fields).
-_APPLIED_MEMO: dict[str, tuple[bytes, dict[str, QueueFields]]] = {}
 APPLIED_MEMO_SIZE = 32
+# An APPLIED_DELTA holding more than this share of a name's applied topics is folded into
+# its APPLIED_QUEUES record.
+DELTA_FOLD_SHARE = 1 / 8
 
 
 def dv_equal(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
@@ -120,22 +126,31 @@ class TopicTable:
     `digest`, when given, names the table's content: a broker name whose last applied
     table had the same digest already holds exactly these queue data (any other edit
     of the topic table empties the APPLIED records), so applying it again is skipped
-    without decoding.
+    without decoding. `plain`, when given, is the same table read piece by piece: against
+    the pieces of the table this name applied before, only the pieces that differ are
+    decoded.
     """
 
-    __slots__ = ("_load", "_make_digest", "_queues", "_digest")
+    __slots__ = ("_load", "_make_digest", "_queues", "_digest", "plain", "_plan")
 
     def __init__(self, load: Callable[[], dict[str, QueueFields]],
-                 digest: Callable[[], str] | None = None) -> None:
+                 digest: Callable[[], str] | None = None, plain: PlainTable | None = None
+                 ) -> None:
         self._load = load
         self._make_digest = digest
         self._queues: dict[str, QueueFields] | None = None
         self._digest: str | None = None
+        self.plain = plain
+        self._plan: tuple[Applied, TableDiff | None] | None = None
 
     @classmethod
     def of_configs(cls, configs: Mapping[str, Mapping[str, Any]]) -> TopicTable:
         """From decoded TopicConfigs ({key: TopicConfig}); no digest."""
         return cls(lambda: queue_fields(configs))
+
+    @classmethod
+    def of_plain(cls, plain: PlainTable, digest: Callable[[], str]) -> TopicTable:
+        return cls(plain.queues, digest, plain)
 
     def queues(self) -> dict[str, QueueFields]:
         if self._queues is None:
@@ -146,6 +161,33 @@ class TopicTable:
         if self._digest is None and self._make_digest is not None:
             self._digest = self._make_digest()
         return self._digest
+
+    def diff(self, applied: Applied) -> TableDiff | None:
+        """This table against the pieces `applied` records, None when it must be decoded
+        whole; computed once per record."""
+        if self.plain is None or applied.entries is None:
+            return None
+        if self._plan is None or self._plan[0] is not applied:
+            self._plan = (applied, self.plain.diff(applied.entries))
+        return self._plan[1]
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A broker name's APPLIED_QUEUES and APPLIED_DELTA records as this process read or wrote
+    them: their texts (the record is current while the stored texts are these), the fields
+    per topic they hold together, and the pieces of the table last applied (None until a
+    table read piece by piece was applied over earlier records)."""
+
+    base: bytes
+    delta: bytes | None
+    queues: dict[str, QueueFields]
+    delta_queues: dict[str, QueueFields]
+    entries: Entries | None
+
+
+# Applied records read or written by this process, by broker name (most recent last).
+_APPLIED_MEMO: dict[str, Applied] = {}
 
 
 def register_broker(t: Txn, cluster: str, addr: str, name: str, broker_id: int,
@@ -200,10 +242,15 @@ def wants_topic_table(t: Txn, name: str, broker_id: int, addr: str,
 
 def needs_topic_queues(t: Txn, name: str, broker_id: int, addr: str,
                        data_version: dict[str, Any], table: TopicTable) -> bool:
-    """Whether register_broker, run on this state, would decode `table` (so a caller can
-    decode it before taking the write lock)."""
-    return (wants_topic_table(t, name, broker_id, addr, data_version)
-            and not _already_applied(t, name, table))
+    """Whether register_broker, run on this state, would decode `table` whole (so a caller
+    can decode it before taking the write lock); a table it would read piece by piece has
+    its pieces compared here."""
+    if not wants_topic_table(t, name, broker_id, addr, data_version):
+        return False
+    if _already_applied(t, name, table):
+        return False
+    applied = last_applied(t, name)
+    return applied is None or table.diff(applied) is None
 
 
 def _already_applied(t: Txn, name: str, table: TopicTable) -> bool:
@@ -228,17 +275,51 @@ def _put_broker_addr(t: Txn, cluster: str, name: str, bid: str, addr: str) -> No
 def _apply_topic_table(t: Txn, name: str, table: TopicTable) -> None:
     if _already_applied(t, name, table):
         return
+    applied = last_applied(t, name)
+    diff = None if applied is None else table.diff(applied)
+    if applied is not None and diff is not None:
+        _apply_diff(t, name, table, applied, diff)
+        return
     queues = table.queues()
-    last = last_applied_queues(t, name)
-    _apply_queues(t, name, queues if last is None else changed_queues(queues, last))
+    _apply_queues(t, name, queues if applied is None else changed_queues(queues,
+                                                                        applied.queues))
+    _put_digest(t, name, table)
+    raw = dumps(queues)
+    t.put_raw(APPLIED_QUEUES, name, raw)
+    t.delete(APPLIED_DELTA, name)
+    # Pieces are kept once a name applies a second table: a first table may be its only one.
+    entries = None if applied is None or table.plain is None else table.plain.entries(queues)
+    _remember_applied(name, Applied(raw, None, queues, {}, entries))
+
+
+def _apply_diff(t: Txn, name: str, table: TopicTable, applied: Applied, diff: TableDiff
+                ) -> None:
+    """Apply a table read piece by piece: only its new pieces can differ from the records."""
+    get = applied.queues.get
+    changed = {topic: fields for topic, fields in diff.changed.items() if get(topic) != fields}
+    _apply_queues(t, name, changed)
+    _put_digest(t, name, table)
+    base, delta, queues, delta_queues = (applied.base, applied.delta, applied.queues,
+                                         applied.delta_queues)
+    if changed:
+        queues = {**queues, **changed}
+        delta_queues = {**delta_queues, **changed}
+        if len(delta_queues) > DELTA_FOLD_SHARE * len(queues):
+            base, delta, delta_queues = dumps(queues), None, {}
+            t.put_raw(APPLIED_QUEUES, name, base)
+            t.delete(APPLIED_DELTA, name)
+        else:
+            delta = dumps(delta_queues)
+            t.put_raw(APPLIED_DELTA, name, delta)
+    _remember_applied(name, Applied(base, delta, queues, delta_queues, diff.entries))
+
+
+def _put_digest(t: Txn, name: str, table: TopicTable) -> None:
     digest = table.digest()
     if digest is None:
         t.delete(APPLIED, name)
     else:
         t.put(APPLIED, name, digest)
-    raw = dumps(queues)
-    t.put_raw(APPLIED_QUEUES, name, raw)
-    _remember_applied(name, raw, queues)
 
 
 def changed_queues(queues: dict[str, QueueFields], last: Mapping[str, QueueFields]
@@ -248,26 +329,41 @@ def changed_queues(queues: dict[str, QueueFields], last: Mapping[str, QueueField
     return {topic: fields for topic, fields in queues.items() if get(topic) != fields}
 
 
-def last_applied_queues(t: Txn, name: str) -> dict[str, QueueFields] | None:
-    """QueueFields per topic of the table `name` last applied, while the topic table has
-    changed through registrations alone since (each such topic then still holds them)."""
+def last_applied(t: Txn, name: str) -> Applied | None:
+    """The applied records of `name`, while the topic table has changed through
+    registrations alone since they were written (each topic in them then still holds their
+    fields for `name`)."""
     raw = t.get_raw(APPLIED_QUEUES, name)
     if raw is None:
         return None
+    delta = t.get_raw(APPLIED_DELTA, name)
     memo = _APPLIED_MEMO.get(name)
-    if memo is not None and memo[0] == raw:
-        return memo[1]
+    if memo is not None and memo.base == raw and memo.delta == delta:
+        return memo
+    queues = _fields_of(raw)
+    delta_queues = {} if delta is None else _fields_of(delta)
+    queues.update(delta_queues)
+    applied = Applied(raw, delta, queues, delta_queues, None)
+    _remember_applied(name, applied)
+    return applied
+
+
+def last_applied_queues(t: Txn, name: str) -> dict[str, QueueFields] | None:
+    """QueueFields per topic that `name`'s applied records hold (see `last_applied`)."""
+    applied = last_applied(t, name)
+    return None if applied is None else applied.queues
+
+
+def _fields_of(raw: bytes) -> dict[str, QueueFields]:
     stored = orjson.loads(raw)
-    queues = dict(zip(stored, map(tuple, stored.values()), strict=True))
-    _remember_applied(name, raw, queues)
-    return queues
+    return dict(zip(stored, map(tuple, stored.values()), strict=True))
 
 
-def _remember_applied(name: str, raw: bytes, queues: dict[str, QueueFields]) -> None:
+def _remember_applied(name: str, applied: Applied) -> None:
     _APPLIED_MEMO.pop(name, None)
     while len(_APPLIED_MEMO) >= APPLIED_MEMO_SIZE:
         del _APPLIED_MEMO[next(iter(_APPLIED_MEMO))]
-    _APPLIED_MEMO[name] = (raw, queues)
+    _APPLIED_MEMO[name] = applied
 
 
 def _apply_queues(t: Txn, name: str, queues: Mapping[str, QueueFields]) -> None:
@@ -346,6 +442,7 @@ def _remove_broker_name(t: Txn, name: str, cluster: str | None) -> None:
     remove_queue_datas(t, {name})
     t.delete(APPLIED, name)
     t.delete(APPLIED_QUEUES, name)
+    t.delete(APPLIED_DELTA, name)
 
 
 def remove_queue_datas(t: Txn, names: set[str]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from cluster.protocol import bodies
+from cluster.protocol import bodies, register_scan
 from cluster.protocol.codes import V4_9_4, RequestCode, ResponseCode, SerializeType
 from cluster.protocol.command import RemotingCommand, java_int, response_to
 from cluster.protocol.lenient import loads_lenient
@@ -151,9 +151,8 @@ def _registration(ctx: NodeContext, cmd: RemotingCommand, now: int
 
 def _lazy_table(body: bytes, version: int, now: int, head: bodies.RegisterHead
                 ) -> route.TopicTable:
-    return route.TopicTable(
-        lambda: bodies.decode_register_queues(body, False, version, now_ms=now),
-        lambda: bodies.topic_table_digest(body, head))
+    return route.TopicTable.of_plain(register_scan.PlainTable(body, head, version, now),
+                                     lambda: bodies.topic_table_digest(body, head))
 
 
 def _needs_queues(ctx: NodeContext, cmd: RemotingCommand, dv: dict[str, int],

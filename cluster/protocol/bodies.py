@@ -402,10 +402,26 @@ def decode_register_queues(
     return _register_json(body, now_ms, _queue_table)[1]
 
 
+def decode_register_named_queues(
+    body: bytes, version: int, *, now_ms: int | None = None
+) -> tuple[dict[str, QueueFields], bool]:
+    """:func:`decode_register_queues` of a plain JSON body, and whether every config is a
+    plain 4.9 TopicConfig keyed by the topic it names (so topics and keys are one)."""
+    if version < V3_0_11 or not body:
+        return decode_register_queues(body, False, version, now_ms=now_ms), False
+    return _register_json(body, now_ms, _named_queue_table)[1]
+
+
 def _queue_table(obj: Any, what: str) -> dict[str, QueueFields]:
+    return _named_queue_table(obj, what)[0]
+
+
+def _named_queue_table(obj: Any, what: str) -> tuple[dict[str, QueueFields], bool]:
     table = _dict(obj, what, {})
     fast = _plain_queue_table(table)
-    return queue_fields(_topic_table(table, what)) if fast is None else fast
+    if fast is None:
+        return queue_fields(_topic_table(table, what)), False
+    return fast, len(fast) == len(table) and list(fast) == list(table)
 
 
 def _plain_queue_table(table: dict[str, Any]) -> dict[str, QueueFields] | None:
@@ -426,6 +442,21 @@ def _plain_queue_table(table: dict[str, Any]) -> dict[str, QueueFields] | None:
     _, perm, read, _, names, flag, write = columns
     topics = names if all(names) else [n or k for n, k in zip(names, table, strict=True)]
     return dict(zip(topics, zip(perm, read, flag, write, strict=True), strict=True))
+
+
+def plain_entry(key: str, cfg: Any) -> QueueFields | None:
+    """QueueFields of one topicConfigTable entry when :func:`_plain_queue_table` would take it
+    as a plain 4.9 TopicConfig and its topic is its key; None otherwise."""
+    if type(cfg) is not dict or len(cfg) != len(_QUEUE_ROW_TYPES):
+        return None
+    try:
+        row = _QUEUE_ROW(cfg)
+    except KeyError:
+        return None
+    if any(type(v) is not typ for v, typ in zip(row, _QUEUE_ROW_TYPES, strict=True)):
+        return None
+    _, perm, read, _, name, flag, write = row
+    return (perm, read, flag, write) if (name or key) == key else None
 
 
 class _Cursor:

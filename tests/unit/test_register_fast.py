@@ -3,6 +3,7 @@ and applying only the topics whose fields differ from the broker's last applied 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from cluster.protocol import bodies
+from cluster.protocol import bodies, register_scan
 from cluster.protocol.bodies import BodyError
 from cluster.protocol.codes import ResponseCode
 from cluster.protocol.command import RemotingCommand
@@ -57,6 +58,8 @@ def decodes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
                         counting("body", bodies.decode_register_body))
     monkeypatch.setattr(bodies, "decode_register_queues",
                         counting("queues", bodies.decode_register_queues))
+    monkeypatch.setattr(register_scan, "decode_register_named_queues",
+                        counting("queues", register_scan.decode_register_named_queues))
     return counts
 
 
@@ -511,10 +514,11 @@ def test_applied_queues_are_read_back_from_the_store(
     register(ctx, {"TopicA": 4, "TopicB": 5}, dv=DV2)
     assert applied[1] == {"TopicB": (6, 5, 0, 5)}
     stale = route._APPLIED_MEMO["broker-a"]
-    route._APPLIED_MEMO["broker-a"] = (b"{}", {"TopicA": (6, 4, 0, 4), "TopicB": (6, 7, 0, 7)})
+    route._APPLIED_MEMO["broker-a"] = dataclasses.replace(
+        stale, base=b"{}", queues={"TopicA": (6, 4, 0, 4), "TopicB": (6, 7, 0, 7)})
     register(ctx, {"TopicA": 4, "TopicB": 7}, dv=DV3)
     assert applied[2] == {"TopicB": (6, 7, 0, 7)}
-    assert stale[1] == {"TopicA": (6, 4, 0, 4), "TopicB": (6, 5, 0, 5)}
+    assert stale.queues == {"TopicA": (6, 4, 0, 4), "TopicB": (6, 5, 0, 5)}
     assert queue_nums(ctx, "TopicB") == {"broker-a": 7}
 
 

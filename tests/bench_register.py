@@ -1,0 +1,98 @@
+"""In-process cost of REGISTER_BROKER through ``handle()`` (no network), by case.
+
+    .venv/bin/python -m tests.bench_register [--topics 10000] [--rounds 30]
+
+One master of ``--topics`` topics registers first, then each case repeats a registration
+and reports the median and p90 in milliseconds. Cases: unchanged data version, bumped
+version with an identical table, bumped version with 1 / 100 / every topic changed, and
+the same 1 / 100 with a compressed body.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+from cluster.protocol import bodies
+from cluster.protocol.codes import ResponseCode
+from cluster.protocol.command import RemotingCommand
+from state import nsconfig
+from state.store import Store
+from worker.context import NodeContext
+from worker.processors import handle
+
+NAME, ADDR = "broker-a", "10.0.0.1:10911"
+
+
+def _request(configs: dict[str, dict[str, Any]], counter: int, compressed: bool
+             ) -> RemotingCommand:
+    body = bodies.encode_register_body({"counter": counter, "timestamp": 1}, configs, [],
+                                       compressed)
+    ext = {"brokerName": NAME, "brokerAddr": ADDR, "clusterName": "C", "brokerId": "0",
+           "haServerAddr": ADDR, "compressed": str(compressed).lower(),
+           "bodyCrc32": str(bodies.crc32_java(body))}
+    return RemotingCommand(code=103, opaque=1, flag=0, version=409, ext_fields=ext, body=body)
+
+
+def _configs(topics: int, changed: int, round_no: int) -> dict[str, dict[str, Any]]:
+    """``topics`` configs of which the first ``changed`` carry queue numbers of this round."""
+    return {f"Topic{i:05d}": bodies.topic_config(
+        f"Topic{i:05d}", read_queue_nums=8 + (round_no % 7 if i < changed else 0),
+        write_queue_nums=8) for i in range(topics)}
+
+
+def _timed(ctx: NodeContext, requests: list[RemotingCommand]
+           ) -> tuple[list[float], list[float]]:
+    """Wall-clock and CPU milliseconds of each request."""
+    wall, cpu = [], []
+    for req in requests:
+        start, start_cpu = time.perf_counter(), time.process_time()
+        reply = handle(ctx, req, "0.1.1", ADDR)
+        wall.append((time.perf_counter() - start) * 1000)
+        cpu.append((time.process_time() - start_cpu) * 1000)
+        assert reply is not None and reply.code == ResponseCode.SUCCESS, reply
+    return wall, cpu
+
+
+def run(topics: int, rounds: int, report: Callable[[str], None] = print) -> dict[str, float]:
+    cases: dict[str, Callable[[int], RemotingCommand]] = {
+        "unchanged version": lambda r: _request(_configs(topics, 0, 0), 1, False),
+        "bumped, same table": lambda r: _request(_configs(topics, 0, 0), 2 + r, False),
+        "bumped, 1 changed": lambda r: _request(_configs(topics, 1, r + 1), 2 + r, False),
+        "bumped, 100 changed": lambda r: _request(_configs(topics, 100, r + 1), 2 + r, False),
+        "bumped, all changed": lambda r: _request(_configs(topics, topics, r + 1), 2 + r, False),
+        "compressed, 1 changed": lambda r: _request(_configs(topics, 1, r + 1), 2 + r, True),
+        "compressed, 100 changed": lambda r: _request(_configs(topics, 100, r + 1), 2 + r, True),
+    }
+    medians = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, make in cases.items():
+            store = Store.create(f"{tmp}/{len(medians)}", 256 << 20)
+            nsconfig.initialize(store, {}, f"{tmp}/ns.properties", f"{tmp}/kv.json")
+            ctx = NodeContext(store=store, node_name="bench", clock=lambda: 1000)
+            first, first_cpu = _timed(ctx, [_request(_configs(topics, 0, 0), 1, False)])
+            if not medians:
+                report(f"{'first registration':24} {first[0]:8.2f} ms {first_cpu[0]:8.2f} ms cpu")
+            times, cpu = _timed(ctx, [make(r) for r in range(rounds)])
+            medians[label] = statistics.median(times)
+            p90 = statistics.quantiles(times, n=10)[-1]
+            report(f"{label:24} {medians[label]:8.2f} ms median {p90:8.2f} ms p90"
+                   f" {statistics.median(cpu):8.2f} ms cpu  ({1000 / medians[label]:.0f}/s)")
+            store.destroy()
+    return medians
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--topics", type=int, default=10000)
+    parser.add_argument("--rounds", type=int, default=30)
+    args = parser.parse_args()
+    run(args.topics, args.rounds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,270 @@
+"""Registrations read piece by piece (cluster.protocol.register_scan) leave exactly the state a
+full decode and a full apply leave: random sequences of registrations and topic-table edits
+run against two stores, one through ``handle()`` as served, the other with its applied
+records forgotten before every request (so each registration decodes its body whole and
+writes every topic, as Java does)."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cluster.protocol import bodies, register_scan
+from state import route
+from state.store import APPLIED_TABLES, TABLES, Store
+from tests.unit.test_processors import make_ctx, request
+from worker.processors import handle
+
+NAMES = ("broker-a", "broker-b")
+ADDRS = {("broker-a", 0): "10.0.0.1:10911", ("broker-a", 1): "10.0.0.2:10911",
+         ("broker-b", 0): "10.0.0.3:10911"}
+# Plain names, and names whose text needs escaping or holds a brace or a quote.
+ODD_NAMES = ("a}b", "c{d", 'q"x', "e\\f", "caf\u00e9", "t\u2028u", "x},\"y")
+# Each store has its own file paths in "config"; everything else must be equal.
+COMPARED = [t for t in TABLES if t not in APPLIED_TABLES and t != "config"]
+
+
+class Pair:
+    """The served store and the reference store, fed the same requests."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.stores = [Store.create(str(tmp / side), 64 << 20) for side in ("inc", "ref")]
+        self.ctxs = [make_ctx(s, clock=lambda: 1000, kv_path=str(tmp / f"kv{i}.json"),
+                              config_path=str(tmp / f"ns{i}.properties"))
+                     for i, s in enumerate(self.stores)]
+        self.ref_memo: dict[str, route.Applied] = {}
+        self.diffs = 0
+
+    def close(self) -> None:
+        for s in self.stores:
+            s.destroy()
+
+    def send(self, code: int, ext: dict[str, str], body: bytes | None = None,
+             version: int = 409) -> None:
+        replies = [handle(self.ctxs[0], request(code, dict(ext), body, version), "0.1.1",
+                          "p:1")]
+        _forget_applied(self.stores[1])
+        with _memo(self.ref_memo):
+            replies.append(handle(self.ctxs[1], request(code, dict(ext), body, version),
+                                  "0.1.1", "p:1"))
+        inc, ref = replies
+        assert inc is not None and ref is not None
+        assert (inc.code, inc.remark, inc.ext_fields, inc.body) == (
+            ref.code, ref.remark, ref.ext_fields, ref.body), body
+        assert _tables(self.stores[0]) == _tables(self.stores[1]), body
+
+
+@contextmanager
+def _memo(memo: dict[str, route.Applied]) -> Iterator[None]:
+    saved = route._APPLIED_MEMO
+    route._APPLIED_MEMO = memo
+    try:
+        yield
+    finally:
+        route._APPLIED_MEMO = saved
+
+
+def _forget_applied(store: Store) -> None:
+    with store.write() as t:
+        for table in APPLIED_TABLES:
+            for key in t.keys(table):
+                t.delete(table, key)
+
+
+def _tables(store: Store) -> dict[str, list[tuple[str, Any]]]:
+    with store.read() as t:
+        return {table: list(t.items(table)) for table in COMPARED}
+
+
+@pytest.fixture()
+def pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pair]:
+    p = Pair(tmp_path)
+    real = route._apply_diff
+
+    def counted(*args: Any) -> None:
+        p.diffs += 1
+        real(*args)
+
+    monkeypatch.setattr(route, "_apply_diff", counted)
+    yield p
+    p.close()
+
+
+# ---------------------------------------------------------------- random bodies
+
+
+def _config(rng: random.Random, name: str) -> dict[str, Any]:
+    return bodies.topic_config(name, read_queue_nums=rng.choice((1, 4, 8)),
+                               write_queue_nums=rng.choice((1, 4, 8)),
+                               perm=rng.choice((2, 4, 6)), topic_sys_flag=rng.choice((0, 0, 1)),
+                               order=rng.random() < 0.1)
+
+
+class Broker:
+    """One broker name's evolving topic table and data version."""
+
+    def __init__(self, rng: random.Random, name: str, size: int) -> None:
+        self.rng, self.name, self.counter = rng, name, 1
+        self.table = {f"{name[-1]}T{i}": _config(rng, f"{name[-1]}T{i}") for i in range(size)}
+
+    def evolve(self) -> None:
+        rng, table = self.rng, self.table
+        for _ in range(rng.choice((0, 1, 1, 2, 5))):
+            topic = rng.choice(list(table)) if table else None
+            what = rng.random()
+            if topic is not None and what < 0.6:
+                table[topic] = _config(rng, topic)
+            elif topic is not None and what < 0.75:
+                del table[topic]
+            else:
+                odd = rng.random() < 0.15
+                name = rng.choice(ODD_NAMES) if odd else f"{self.name[-1]}N{rng.randrange(60)}"
+                table[name] = _config(rng, name)
+        for name in ODD_NAMES:  # odd names come and go: a table holding one is decoded whole
+            if name in table and rng.random() < 0.3:
+                del table[name]
+        if rng.random() < 0.1:
+            items = list(table.items())
+            rng.shuffle(items)
+            self.table = dict(items)
+        if rng.random() < 0.85:
+            self.counter += 1
+
+    def body(self, compressed: bool, attributes: bool, filters: list[str] | None) -> bytes:
+        dv = {"counter": self.counter, "timestamp": 7}
+        return bodies.encode_register_body(dv, self.table, filters, compressed,
+                                           with_attributes=attributes)
+
+
+_ENTRY = re.compile(rb',"[A-Za-z0-9]+":\{[^{}]*\}')
+
+
+def _odd(rng: random.Random, body: bytes) -> bytes:
+    """A plain body with one oddity: spacing, an escape, a duplicated, renamed or damaged
+    entry, a 5.x-style key, trailing bytes."""
+    entries = list(_ENTRY.finditer(body))
+    pick = rng.choice(entries) if entries else None
+    kind = rng.randrange(8)
+    if pick is None or kind == 0:
+        return body.replace(b'},"', b'}, "', 1) if kind == 0 else body + b" "
+    text = pick.group()
+    if kind == 1:  # escaped first letter of the key
+        out = text[:2] + b"\\u%04x" % text[2] + text[3:]
+    elif kind == 2:  # the entry twice
+        out = text + text
+    elif kind == 3:  # the entry again with other fields
+        out = text + text.replace(b'"perm":', b'"perm":1', 1)
+    elif kind == 4:  # key differs from topicName
+        out = text.replace(b'":{', b'X":{', 1)
+    elif kind == 5:  # damaged
+        out = text[: rng.randrange(1, len(text))]
+    elif kind == 6:  # a float and a string where ints are written
+        out = text.replace(b'"perm":6', b'"perm":6.0', 1).replace(b'"perm":4', b'"perm":"4"', 1)
+    else:  # spacing inside the entry
+        out = text.replace(b":", b" : ", 2)
+    return body[: pick.start()] + out + body[pick.end():]
+
+
+def _register(pair: Pair, rng: random.Random, broker: Broker) -> None:
+    broker_id = 1 if broker.name == "broker-a" and rng.random() < 0.1 else 0
+    compressed = rng.random() < 0.08
+    attributes = rng.random() < 0.05
+    filters = rng.choice(([], [], ["f:1"], None))
+    body = broker.body(compressed, attributes, filters)
+    if not compressed and rng.random() < 0.08:
+        body = _odd(rng, body)
+    version = 36 if rng.random() < 0.03 else 409
+    ext = {"brokerName": broker.name, "brokerAddr": ADDRS[(broker.name, broker_id)],
+           "clusterName": "C", "brokerId": str(broker_id), "haServerAddr": "h:1",
+           "compressed": str(compressed).lower(), "bodyCrc32": str(bodies.crc32_java(body))}
+    pair.send(103, ext, body, version)
+
+
+def _edit(pair: Pair, rng: random.Random, brokers: list[Broker]) -> None:
+    broker = rng.choice(brokers)
+    topics = list(broker.table) or ["none"]
+    edits: list[Callable[[], None]] = [
+        lambda: pair.send(205, {"brokerName": broker.name}),
+        lambda: pair.send(327, {"brokerName": broker.name}),
+        lambda: pair.send(216, {"topic": rng.choice(topics)}),
+        lambda: pair.send(104, {"brokerName": broker.name, "clusterName": "C",
+                                "brokerAddr": ADDRS[(broker.name, 0)], "brokerId": "0"}),
+    ]
+    rng.choice(edits)()
+
+
+def run_sequence(pair: Pair, seed: int, steps: int) -> None:
+    rng = random.Random(seed)
+    brokers = [Broker(rng, name, rng.choice((3, 20, 40, 200))) for name in NAMES]
+    for _ in range(steps):
+        if rng.random() < 0.06:
+            _edit(pair, rng, brokers)
+            continue
+        broker = rng.choice(brokers)
+        broker.evolve()
+        _register(pair, rng, broker)
+
+
+# ---------------------------------------------------------------- the tests
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_random_sequences_match_the_full_decode(pair: Pair, seed: int) -> None:
+    run_sequence(pair, seed, 40)
+
+
+def test_a_long_sequence_takes_the_incremental_path_and_matches(pair: Pair) -> None:
+    run_sequence(pair, 20261121, 600)
+    assert pair.diffs > 60
+
+
+def test_pieces_of_fastjson_bodies() -> None:
+    cfgs = {t: bodies.topic_config(t, read_queue_nums=4, write_queue_nums=4) for t in "AB"}
+    body = bodies.encode_register_body({"counter": 1, "timestamp": 1}, cfgs, [], False)
+    head = bodies.register_head(body, False, 409)
+    assert head is not None
+    pieces = register_scan.PlainTable(body, head, 409, None).pieces()
+    assert pieces is not None and len(pieces) == 2
+    assert pieces[1].startswith(b',"B":{') and not pieces[1].endswith(b"}")
+    assert register_scan.read_piece(pieces[0], True) == ("A", (6, 4, 0, 4))
+    assert register_scan.read_piece(pieces[1], False) == ("B", (6, 4, 0, 4))
+    assert register_scan.read_piece(pieces[1], True) is None
+    assert register_scan.read_piece(pieces[0], False) is None
+
+
+@pytest.mark.parametrize("body", [
+    b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1},'
+    b'"mappingDataVersion":{"counter":1},"topicConfigTable":{}}}',
+    b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1},'
+    b'"topicConfigTable":{"A":{"perm":6}}} }',
+])
+def test_other_layouts_are_not_cut(body: bytes) -> None:
+    head = bodies.register_head(body, False, 409)
+    assert head is not None
+    assert register_scan.PlainTable(body, head, 409, None).pieces() is None
+
+
+def test_many_new_pieces_give_up_for_the_full_decode() -> None:
+    def table(n: int, read: int) -> register_scan.PlainTable:
+        cfgs = {f"T{i}": bodies.topic_config(f"T{i}", read_queue_nums=read) for i in range(n)}
+        body = bodies.encode_register_body({"counter": 1, "timestamp": 1}, cfgs, [], False)
+        head = bodies.register_head(body, False, 409)
+        assert head is not None
+        return register_scan.PlainTable(body, head, 409, None)
+
+    old = table(64, 4)
+    known = old.entries(old.queues())
+    assert known is not None and len(known) == 63
+    assert table(64, 5).diff(known) is None
+    diff = table(64, 4).diff(known)
+    assert diff is not None and diff.changed == {"T0": (6, 4, 0, 16)}
