@@ -121,10 +121,13 @@ class BusinessWorker:
         except FrameError as exc:
             log.warning("event=bad_header channel=%s error=%r", channel, str(exc))
             return wire.CLOSE
+        except Exception:  # a codec defect: close this connection, keep serving the others
+            log.exception("event=decode_crash channel=%s", channel)
+            return wire.CLOSE
         if cmd.is_response:
             return b""
         try:
-            reply = handle(self.ctx, cmd, channel, "")
+            reply = handle(self.ctx, cmd, channel, channel.partition("@")[2])
         except Exception as exc:  # handle() answers errors itself; this is the last guard
             log.exception("event=handler_crash code=%d", cmd.code)
             reply = _system_error(cmd, exc)

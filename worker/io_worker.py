@@ -216,7 +216,9 @@ class Hub:
             self.hits.hit(limits.MAX_CONNECTIONS_PER_ADDRESS, conn.address)
             return False
         self._seq += 1
-        conn.conn_id = self._prefix + str(self._seq).encode()
+        self.m.add("connections_opened")
+        # the channel id names the peer too: the business pool checks ACL white lists by it
+        conn.conn_id = b"%s%d@%s" % (self._prefix, self._seq, conn.peer.encode())
         conn.last_active = self.now()
         self.conns[conn.conn_id] = conn
         self.per_address[conn.address] += 1

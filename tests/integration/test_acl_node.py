@@ -163,3 +163,19 @@ def test_broker_sim_signs_with_its_options(node: NodeProcess) -> None:
     signed = broker_sim(node, "--access-key", BROKER.access_key,
                         "--secret-key", BROKER.secret_key)
     assert signed["ok"] >= 1 and signed["failed"] == 0
+
+
+def test_a_white_listed_address_needs_no_signature(tmp_path: Path) -> None:
+    """The peer address travels in the channel id from the I/O worker to the pool."""
+    data = tmp_path / "white"
+    data.mkdir()
+    (data / "plain_acl.yml").write_text("globalWhiteRemoteAddresses:\n  - 127.0.0.*\n" + ACCOUNTS)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "plain_acl.yml").write_text("globalWhiteRemoteAddresses:\n  - 10.1.1.*\n" + ACCOUNTS)
+    for path, code in ((data, ResponseCode.SUCCESS), (other, ResponseCode.NO_PERMISSION)):
+        n = NodeProcess(path, props={"aclEnable": "true"}).start()
+        try:
+            assert Conn(n.addr).call(kv_put("w", "v")).code == code
+        finally:
+            n.stop()
