@@ -42,7 +42,7 @@ from typing import Any
 import orjson
 
 from cluster.protocol.bodies import QueueFields, queue_fields
-from cluster.protocol.register_scan import Entries, PlainTable, TableDiff
+from cluster.protocol.register_scan import KnownPieces, PlainTable, TableDiff
 from state.javaorder import string_hash
 from state.store import APPLIED, APPLIED_DELTA, APPLIED_QUEUES, Store, Txn, dumps
 
@@ -165,10 +165,10 @@ class TopicTable:
     def diff(self, applied: Applied) -> TableDiff | None:
         """This table against the pieces `applied` records, None when it must be decoded
         whole; computed once per record."""
-        if self.plain is None or applied.entries is None:
+        if self.plain is None or applied.pieces is None:
             return None
         if self._plan is None or self._plan[0] is not applied:
-            self._plan = (applied, self.plain.diff(applied.entries))
+            self._plan = (applied, self.plain.diff(applied.pieces))
         return self._plan[1]
 
 
@@ -176,14 +176,14 @@ class TopicTable:
 class Applied:
     """A broker name's APPLIED_QUEUES and APPLIED_DELTA records as this process read or wrote
     them: their texts (the record is current while the stored texts are these), the fields
-    per topic they hold together, and the pieces of the table last applied (None until a
-    table read piece by piece was applied over earlier records)."""
+    per topic they hold together, and pieces of the tables applied, each of whose entry they
+    hold (None until a table read piece by piece was applied over earlier records)."""
 
     base: bytes
     delta: bytes | None
     queues: dict[str, QueueFields]
     delta_queues: dict[str, QueueFields]
-    entries: Entries | None
+    pieces: KnownPieces | None
 
 
 # Applied records read or written by this process, by broker name (most recent last).
@@ -254,8 +254,8 @@ def needs_topic_queues(t: Txn, name: str, broker_id: int, addr: str,
 
 
 def _already_applied(t: Txn, name: str, table: TopicTable) -> bool:
-    digest = table.digest()
-    return digest is not None and t.get(APPLIED, name) == digest
+    stored = t.get(APPLIED, name)
+    return stored is not None and table.digest() == stored
 
 
 def _put_broker_addr(t: Txn, cluster: str, name: str, bid: str, addr: str) -> None:
@@ -288,30 +288,38 @@ def _apply_topic_table(t: Txn, name: str, table: TopicTable) -> None:
     t.put_raw(APPLIED_QUEUES, name, raw)
     t.delete(APPLIED_DELTA, name)
     # Pieces are kept once a name applies a second table: a first table may be its only one.
-    entries = None if applied is None or table.plain is None else table.plain.entries(queues)
-    _remember_applied(name, Applied(raw, None, queues, {}, entries))
+    pieces = None if applied is None or table.plain is None else table.plain.known(queues)
+    _remember_applied(name, Applied(raw, None, queues, {}, pieces))
 
 
 def _apply_diff(t: Txn, name: str, table: TopicTable, applied: Applied, diff: TableDiff
                 ) -> None:
-    """Apply a table read piece by piece: only its new pieces can differ from the records."""
+    """Apply a table read piece by piece: only the pieces read alone can differ from the
+    records. The table is not digested (that would cost more than the diff): APPLIED goes."""
+    assert applied.pieces is not None
+    # The records are updated in place below; until this transaction's are remembered, this
+    # process reads them back from the store.
+    _APPLIED_MEMO.pop(name, None)
     get = applied.queues.get
-    changed = {topic: fields for topic, fields in diff.changed.items() if get(topic) != fields}
+    changed = {topic: fields for topic, fields in diff.changed().items()
+               if get(topic) != fields}
     _apply_queues(t, name, changed)
-    _put_digest(t, name, table)
+    t.delete(APPLIED, name)
     base, delta, queues, delta_queues = (applied.base, applied.delta, applied.queues,
                                          applied.delta_queues)
     if changed:
-        queues = {**queues, **changed}
-        delta_queues = {**delta_queues, **changed}
+        queues.update(changed)
+        delta_queues.update(changed)
         if len(delta_queues) > DELTA_FOLD_SHARE * len(queues):
-            base, delta, delta_queues = dumps(queues), None, {}
+            base, delta = dumps(queues), None
+            delta_queues.clear()
             t.put_raw(APPLIED_QUEUES, name, base)
             t.delete(APPLIED_DELTA, name)
         else:
             delta = dumps(delta_queues)
             t.put_raw(APPLIED_DELTA, name, delta)
-    _remember_applied(name, Applied(base, delta, queues, delta_queues, diff.entries))
+    applied.pieces.learn(diff)
+    _remember_applied(name, Applied(base, delta, queues, delta_queues, applied.pieces))
 
 
 def _put_digest(t: Txn, name: str, table: TopicTable) -> None:

@@ -14,7 +14,7 @@ broker writes, hence no nesting and no number orjson cannot hold). The whole tab
 ``,``-joined pieces, so when every piece reads alone as such an entry and no topic repeats,
 the full decode of the body gives exactly these entries in this order: the caller may take
 a piece it saw (byte for byte, at a position other than the first) in a table it decoded
-before as the entry it was then.
+before as the entry it was then (:class:`KnownPieces`).
 """
 
 from __future__ import annotations
@@ -39,17 +39,49 @@ Entries = dict[bytes, Entry]
 
 _TABLE_KEY = b',"topicConfigTable":{'
 _END = b"}}}"  # closes the table, the wrapper and the body
-_first = operator.itemgetter(0)
 # Beyond this share of pieces not seen before, the diff gives up for the full decode.
 MAX_UNSEEN_SHARE = 1 / 8
 
 
+# A piece read alone: the piece (None for the first, which is read in every table), its entry.
+Decoded = tuple[bytes | None, str, QueueFields]
+
+
 @dataclass(frozen=True, slots=True)
 class TableDiff:
-    """A table against the entries of the table applied before it."""
+    """A table against the pieces of tables applied before it: only ``decoded`` can differ."""
 
-    entries: Entries  # the new table's pieces after the first, for the next registration
-    changed: dict[str, QueueFields]  # topics of the pieces not seen before (and the first)
+    decoded: list[Decoded]
+
+    def changed(self) -> dict[str, QueueFields]:
+        return {topic: fields for _, topic, fields in self.decoded}
+
+
+class KnownPieces:
+    """Pieces read before, each with its entry, at most one per topic (the latest read).
+
+    The caller keeps these only while the topic table holds every entry here.
+    """
+
+    __slots__ = ("entries", "_owner")
+
+    def __init__(self, entries: Entries) -> None:
+        self.entries = entries
+        self._owner = {entry[0]: piece for piece, entry in entries.items()}
+
+    def owner(self, topic: str) -> bytes | None:
+        """The piece kept for ``topic``."""
+        return self._owner.get(topic)
+
+    def learn(self, diff: TableDiff) -> None:
+        """Keep the pieces ``diff`` read alone in place of the earlier ones of their topics."""
+        for piece, topic, fields in diff.decoded:
+            old = self._owner.pop(topic, None)
+            if old is not None:
+                del self.entries[old]
+            if piece is not None:
+                self.entries[piece] = (topic, fields)
+                self._owner[topic] = piece
 
 
 class PlainTable:
@@ -86,7 +118,7 @@ class PlainTable:
         pieces = body[start : -len(_END)].split(b"}")
         return None if pieces.pop() else pieces
 
-    def entries(self, queues: Mapping[str, QueueFields]) -> Entries | None:
+    def known(self, queues: Mapping[str, QueueFields]) -> KnownPieces | None:
         """The pieces after the first with their entries in ``queues``, this table's full
         decode; None unless each piece is exactly one plain entry keyed by its topic."""
         pieces = self.pieces()
@@ -98,34 +130,35 @@ class PlainTable:
         if braces != len(pieces):
             return None
         rest = itertools.islice(queues.items(), 1, None)
-        return dict(zip(itertools.islice(pieces, 1, None), rest, strict=True))
+        return KnownPieces(dict(zip(itertools.islice(pieces, 1, None), rest, strict=True)))
 
-    def diff(self, known: Mapping[bytes, Entry]) -> TableDiff | None:
-        """This table against ``known`` (the entries of a table applied before); None when a
-        new piece is not a plain entry or a topic repeats (then decode it whole)."""
+    def diff(self, known: KnownPieces) -> TableDiff | None:
+        """This table against ``known``; None when a piece not known is not a plain entry or
+        a topic repeats (then decode it whole)."""
         pieces = self.pieces()
         if pieces is None:
             return None
-        found: list[Entry | None] = list(map(known.get, pieces))
+        found: list[Entry | None] = list(map(known.entries.get, pieces))
         if found:
             found[0] = None
         if found.count(None) > MAX_UNSEEN_SHARE * len(found) + 1:
             return None  # decoding the whole body at once costs less
-        changed: dict[str, QueueFields] = {}
+        decoded: list[Decoded] = []
+        topics: set[str] = set()
         unseen = itertools.compress(range(len(found)), map(operator.is_, found,
                                                            itertools.repeat(None)))
         for i in unseen:
             entry = read_piece(pieces[i], i == 0)
-            if entry is None:
+            if entry is None or entry[0] in topics:
                 return None
-            found[i] = entry
-            changed[entry[0]] = entry[1]
-        entries: Entries = dict(zip(pieces, found, strict=True))  # type: ignore[arg-type]
-        if len(entries) != len(pieces) or len(set(map(_first, found))) != len(pieces):
+            topics.add(entry[0])
+            decoded.append((pieces[i] if i else None, *entry))
+        # Known pieces have one topic each; a topic read alone must not also be in a known
+        # piece of this table.
+        owners = [q for q in map(known.owner, topics) if q is not None]
+        if owners and not set(pieces).isdisjoint(owners):
             return None
-        if pieces:
-            del entries[pieces[0]]
-        return TableDiff(entries, changed)
+        return TableDiff(decoded)
 
 
 def read_piece(piece: bytes, first: bool) -> Entry | None:

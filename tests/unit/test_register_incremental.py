@@ -160,8 +160,9 @@ def _odd(rng: random.Random, body: bytes) -> bytes:
         out = text[:2] + b"\\u%04x" % text[2] + text[3:]
     elif kind == 2:  # the entry twice
         out = text + text
-    elif kind == 3:  # the entry again with other fields
-        out = text + text.replace(b'"perm":', b'"perm":1', 1)
+    elif kind == 3:  # the entry again with other fields, before or after it
+        other = text.replace(b'"perm":', b'"perm":1', 1)
+        out = other + text if rng.random() < 0.5 else text + other
     elif kind == 4:  # key differs from topicName
         out = text.replace(b'":{', b'X":{', 1)
     elif kind == 5:  # damaged
@@ -263,8 +264,25 @@ def test_many_new_pieces_give_up_for_the_full_decode() -> None:
         return register_scan.PlainTable(body, head, 409, None)
 
     old = table(64, 4)
-    known = old.entries(old.queues())
-    assert known is not None and len(known) == 63
+    known = old.known(old.queues())
+    assert known is not None and len(known.entries) == 63
     assert table(64, 5).diff(known) is None
     diff = table(64, 4).diff(known)
-    assert diff is not None and diff.changed == {"T0": (6, 4, 0, 16)}
+    assert diff is not None and diff.changed() == {"T0": (6, 4, 0, 16)}
+
+
+def test_a_topic_read_alone_must_not_also_be_known_in_the_same_table() -> None:
+    def plain(body: bytes) -> register_scan.PlainTable:
+        head = bodies.register_head(body, False, 409)
+        assert head is not None
+        return register_scan.PlainTable(body, head, 409, None)
+
+    cfgs = {t: bodies.topic_config(t) for t in ("A", "B", *(f"C{i}" for i in range(20)))}
+    old = plain(bodies.encode_register_body({"counter": 1, "timestamp": 1}, cfgs, [], False))
+    known = old.known(old.queues())
+    assert known is not None and known.owner("B") is not None
+    again = {**cfgs, "B2": {**bodies.topic_config("B"), "perm": 2}}
+    body = bodies.encode_register_body({"counter": 2, "timestamp": 1}, again, [], False)
+    body = body.replace(b'"B2"', b'"B"')
+    assert bodies.decode_register_queues(body, False, 409)["B"] == (2, 16, 0, 16)
+    assert plain(body).diff(known) is None
