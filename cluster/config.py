@@ -245,6 +245,7 @@ class _Parser:
         nodes = self.nodes(top.get("nodes"), data_dir, defaults)
         self.control_not_a_node(control, nodes)
         self.status_not_taken(sup, control, nodes)
+        self.metrics_not_taken(sup, control, nodes)
         return ClusterConfig(self.path, control, data_dir, nodes, sup,
                              int(brokers.get("heartbeat_ms", 30000)))
 
@@ -338,6 +339,26 @@ class _Parser:
             raise self.fail("supervisor.status_http", f"{where[1]} is also {taken[where[1]]}")
 
 
+    def metrics_not_taken(self, sup: SupervisorConfig, control: str,
+                          nodes: tuple[NodeConfig, ...]) -> None:
+        """Every node's metricsPort (when on) is a port nothing else of the cluster uses."""
+        taken = {control_port(control): "the control port"}
+        if sup.status_host_port is not None:
+            taken[sup.status_host_port[1]] = "supervisor.status_http"
+        taken.update({n.port: f"the port of nodes[{i}]" for i, n in enumerate(nodes)})
+        for i, port in metrics_ports(nodes):
+            if port in taken:
+                raise self.fail(f"nodes[{i}].settings.metricsPort",
+                                f"{port} is also {taken[port]}")
+            taken[port] = f"the metricsPort of nodes[{i}]"
+
+
+def metrics_ports(nodes: tuple[NodeConfig, ...]) -> list[tuple[int, int]]:
+    """(node index, metricsPort) of the nodes that serve /metrics."""
+    return [(i, int(n.settings.get("metricsPort", 0))) for i, n in enumerate(nodes)
+            if n.settings.get("metricsPort", 0)]
+
+
 def control_port(control: str) -> int:
     return int(control.rpartition(":")[2])
 
@@ -352,6 +373,9 @@ def check_startable(cfg: ClusterConfig) -> None:
                 control_port(cfg.control))
     for i, n in enumerate(cfg.nodes):
         _check_port(cfg, f"nodes[{i}].port", n.host, n.port)
+    for i, port in metrics_ports(cfg.nodes):
+        host = str(cfg.nodes[i].settings.get("metricsHost", "127.0.0.1"))
+        _check_port(cfg, f"nodes[{i}].settings.metricsPort", host, port)
     if cfg.supervisor.status_host_port is not None:
         _check_port(cfg, "supervisor.status_http", *cfg.supervisor.status_host_port)
     _check_dir(cfg, "data_dir", cfg.data_dir)

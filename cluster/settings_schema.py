@@ -248,6 +248,10 @@ SETTINGS: tuple[Setting, ...] = (
             "changes", update=_U.PROTECTED, yaml=True),
     Setting("aclReadsToo", _B, False, "with `aclEnable`: every other request must be signed "
             "too, by any account", yaml=True),
+    Setting("metricsPort", _I, 0, "HTTP port of the node's Prometheus `/metrics` (README "
+            "\"Metrics\"); 0: none", 0, 65535, yaml=True, attr="metrics_port"),
+    Setting("metricsHost", _S, "127.0.0.1", "listen address of `metricsPort`", yaml=True,
+            attr="metrics_host"),
 )
 
 BY_KEY: Mapping[str, Setting] = {s.key: s for s in SETTINGS}

@@ -74,6 +74,7 @@ class Child:
         self.want_up = False
         self.restarts = 0
         self.last_exit = ""
+        self.probe_s: float | None = None  # how long the last answered probe took
         self.run: _Run | None = None
         self.restart_at: float | None = None
         self._spawned_once = False
@@ -97,6 +98,7 @@ class Child:
             "state": self.state,
             "uptime_s": round(now - r.started, 1) if r else 0.0,
             "restarts": self.restarts, "last_exit": self.last_exit or None,
+            "probe_s": self.probe_s,
         }
 
     def deadline(self) -> float | None:
@@ -285,6 +287,8 @@ class Child:
             return
         r.probe.check(now)
         if r.probe.done:
+            if r.probe.ok:
+                self.probe_s = now - (r.probe.deadline - self.timing.probe_timeout_s)
             self._probe_result(now, bool(r.probe.ok), r.probe.error)
 
     def _probe_result(self, now: float, ok: bool, error: str) -> None:

@@ -5,7 +5,8 @@ not set); ``start`` starts the server and the gatherer threads; the supervisor
 loop calls ``publish`` each step, which only copies the children's status
 into the board (at most every PUBLISH_EVERY_S). Routes: ``/`` the page,
 ``/fragment`` its live part, ``/status.json`` the same as data,
-``/reports/audit`` and ``/reports/chaos`` the latest report files.
+``/reports/audit`` and ``/reports/chaos`` the latest report files, ``/metrics``
+the cluster's Prometheus metrics (``supervisor.metrics``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import orjson
 from cluster.config import ClusterConfig
 from cluster.errors import ConfigError
 from supervisor.child import Child
+from supervisor.metrics import CONTENT_TYPE, SupervisorMetrics
 from supervisor.status_board import StatusBoard
 from supervisor.status_gather import GATHER_EVERY_S, Gatherer
 from supervisor.status_templates import environment
@@ -82,6 +84,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.OK, "text/html; charset=utf-8", app.render("live"))
         elif path == "/status.json":
             self._send(HTTPStatus.OK, "application/json", app.as_json())
+        elif path == "/metrics":
+            self._send(HTTPStatus.OK, CONTENT_TYPE, app.metrics.render())
         elif path.startswith("/reports/") and (report := app.report(path[9:])) is not None:
             self._send(HTTPStatus.OK, "text/html; charset=utf-8", report)
         else:
@@ -106,6 +110,7 @@ class StatusPage:
         self.env = environment()
         roots = list(dict.fromkeys([cfg.path.parent, Path(os.getcwd()).resolve()]))
         self.gatherer = Gatherer(self.board, roots)
+        self.metrics = SupervisorMetrics(self.board)
         self._next_publish = 0.0
         try:
             self.server = _Server(host, port, self)

@@ -23,6 +23,7 @@ from cluster.protocol.codes import ResponseCode
 from cluster.protocol.command import RemotingCommand, response_to
 from cluster.protocol.frame import FrameError, decode_command, encode_command
 from worker import wire
+from worker.metrics import NO_REPLY, Pusher, WorkerMetrics
 from worker.processors import handle, on_channel_destroy
 from worker.procs import announce_ready, io_endpoint, start_worker_process
 
@@ -59,6 +60,8 @@ class BusinessWorker:
         self.lane = wire.LANE_READ if cfg.read_only else wire.LANE_ALL
         self.hello_message = wire.hello(self.lane, os.getpid())
         self.next_hello = 0.0
+        self.m = WorkerMetrics("business", cfg.index)
+        self.pusher = Pusher(zctx, Path(cfg.run))
 
     def _dealer(self, zctx: zmq.Context, index: int) -> zmq.Socket:
         sock = zctx.socket(zmq.DEALER)
@@ -90,6 +93,8 @@ class BusinessWorker:
             self._hello_if_due()
             for sock, _ in self.poller.poll(timeout=wire.HEARTBEAT_S * 1000):
                 self._drain(sock)
+            if self.pusher.due():
+                self.pusher.push(self.m)
 
     def _drain(self, sock: zmq.Socket) -> None:
         for _ in range(DRAIN_MESSAGES):
@@ -132,7 +137,9 @@ class BusinessWorker:
             log.exception("event=handler_crash code=%d", cmd.code)
             reply = _system_error(cmd, exc)
         if reply is None or cmd.is_oneway:
+            self.m.request(cmd.code, NO_REPLY)
             return b""
+        self.m.request(cmd.code, reply.code)
         return encode_command(reply)
 
     def _channel_destroyed(self, channel: str, peer: str) -> None:
@@ -144,6 +151,7 @@ class BusinessWorker:
     def close(self) -> None:
         for sock in self.sockets:
             sock.close(0)
+        self.pusher.close()
         self.store.close()
 
 

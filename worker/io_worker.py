@@ -22,6 +22,7 @@ import os
 import signal
 import socket
 import ssl
+import time
 from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,9 @@ from cluster.protocol.frame import (
 )
 from state.store import Store
 from worker import limits, tls, wire
+from worker.dispatch import ROUTE_CODE as ROUTE
 from worker.dispatch import Dispatcher, Peer, is_route_read
+from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code, reply_code
 from worker.procs import announce_ready, io_endpoint, start_worker_process, stopped_or_gone
 from worker.route_replies import RouteReplies, header_key, learnable
 
@@ -49,6 +52,9 @@ BUSY_REMARK = "[OVERLOAD]system busy, start flow control for a while"
 LOST_REMARK = "business worker lost while processing the request; retry"
 MAX_EVENTS = 100_000
 FORGET_PEER_S = 600.0  # a silent business worker is dropped from the table after this
+# A pooled request's tag: (template key to learn its reply under or None, store generation
+# then, perf_counter when its frame came in, request code).
+Tag = tuple[bytes | None, bytes | None, float, int]
 
 
 @dataclass(frozen=True)
@@ -201,6 +207,8 @@ class Hub:
         self._flush_scheduled = False
         self._read_scheduled = False
         self._prefix = f"{cfg.index}.{os.getpid()}.".encode()
+        self.m = WorkerMetrics("io", cfg.index)
+        self.pusher: Pusher | None = None
 
     def now(self) -> float:
         return self.loop.time()
@@ -230,6 +238,7 @@ class Hub:
         self.per_address[conn.address] -= 1
         if self.per_address[conn.address] <= 0:
             del self.per_address[conn.address]
+        self.m.add("connections_closed")
         if self.closing:
             return
         if conn.pending:
@@ -261,6 +270,7 @@ class Hub:
 
     def on_frames(self, conn: Connection, frames: list[bytes]) -> None:
         """Answer the route lookups whose reply is known; send everything else to the pool."""
+        t0 = time.perf_counter()
         out: list[bytes] = []
         fresh = False
         replies = self.replies
@@ -275,22 +285,35 @@ class Hub:
                     out.append(reply)
                     continue
                 if is_route_read(frame) and learnable(frame):
-                    self.submit(conn.conn_id, frame, (found[0], replies.generation))
+                    self.submit(conn.conn_id, frame, (found[0], replies.generation, t0, ROUTE))
+                    self.m.add("route_template_misses")
                     continue
-            self.submit(conn.conn_id, frame)
+            self.submit(conn.conn_id, frame, (None, None, t0, frame_code(frame)))
         if out:
             conn.write(out[0] if len(out) == 1 else b"".join(out))
+            self._count_hits(out, time.perf_counter() - t0)
 
-    def submit(self, conn_id: bytes, frame: bytes, tag: object = None) -> None:
+    def _count_hits(self, out: list[bytes], took: float) -> None:
+        """Route lookups answered from templates: one latency for the chunk they came in."""
+        m = self.m
+        m.add("route_template_hits", len(out))
+        m.observe(ROUTE, took, len(out))
+        for reply in out:
+            m.request(ROUTE, reply_code(reply))
+
+    def submit(self, conn_id: bytes, frame: bytes, tag: Tag) -> None:
         if not self.lanes.submit(conn_id, frame, tag):
-            self.answer_error(conn_id, frame, ResponseCode.SYSTEM_BUSY, BUSY_REMARK)
+            self.m.add("system_busy")
+            self.answer_error(conn_id, frame, ResponseCode.SYSTEM_BUSY, BUSY_REMARK, tag[2])
             return
         conn = self.conns.get(conn_id)
         if conn is not None:
             conn.add_pending(len(frame))
         self._schedule_flush()
 
-    def answer_error(self, conn_id: bytes, frame: bytes, code: int, remark: str) -> None:
+    def answer_error(self, conn_id: bytes, frame: bytes, code: int, remark: str,
+                     t0: float | None) -> None:
+        """Answer ``code``; ``t0`` (perf_counter when the frame came in) times the answer."""
         conn = self.conns.get(conn_id)
         if conn is None:
             return
@@ -300,8 +323,15 @@ class Hub:
             log.warning("event=bad_header conn=%s error=%r", conn_id.decode(), str(exc))
             conn.close(abort=True)
             return
-        if not (cmd.is_oneway or cmd.is_response):
-            conn.write(encode_command(response_to(cmd, code, remark)))
+        if cmd.is_response:
+            return
+        if cmd.is_oneway:
+            self.m.request(cmd.code, NO_REPLY)
+            return
+        conn.write(encode_command(response_to(cmd, code, remark)))
+        self.m.request(cmd.code, code)
+        if t0 is not None:
+            self.m.observe(cmd.code, time.perf_counter() - t0)
 
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled:
@@ -348,7 +378,7 @@ class Hub:
     def _answer_lost(self, lost: list[tuple[bytes, bytes]]) -> None:
         for conn_id, frame in lost:
             self._settled(conn_id, len(frame))
-            self.answer_error(conn_id, frame, ResponseCode.SYSTEM_ERROR, LOST_REMARK)
+            self.answer_error(conn_id, frame, ResponseCode.SYSTEM_ERROR, LOST_REMARK, None)
 
     def _settled(self, conn_id: bytes, size: int) -> None:
         """A request of ``size`` bytes from ``conn_id`` is answered (or will never be)."""
@@ -424,6 +454,7 @@ class Hub:
     def _on_replies(self, peer: Peer, replies: list[tuple[bytes, bytes]]) -> None:
         """Write replies, one write per connection per batch."""
         out: dict[bytes, list[bytes]] = {}
+        timed: list[tuple[float, int]] = []  # (frame in, request code) of the replies written
         for conn_id, reply in replies:
             answered, tag, size = self.lanes.finish(peer)
             if answered:
@@ -431,7 +462,9 @@ class Hub:
             if answered and reply:
                 out.setdefault(conn_id, []).append(reply)
                 if tag is not None:
-                    self.replies.learn(tag[0], tag[1], reply)
+                    timed.append((tag[2], tag[3]))
+                    if tag[0] is not None:
+                        self.replies.learn(tag[0], tag[1], reply)
         for conn_id, chunks in out.items():
             conn = self.conns.get(conn_id)
             if conn is None:
@@ -441,6 +474,10 @@ class Hub:
                 conn.close(abort=False)
             else:
                 conn.write(b"".join(chunks) if len(chunks) > 1 else chunks[0])
+        if timed:  # one clock read per batch, after its writes
+            now, observe = time.perf_counter(), self.m.observe
+            for t0, code in timed:
+                observe(code, now - t0)
 
     # -- timers ------------------------------------------------------------
 
@@ -452,6 +489,18 @@ class Hub:
         for peer in alive:
             self._send(peer, wire.hello())
         self._schedule_flush()
+        if self.pusher is not None and self.pusher.due():
+            self.pusher.push(self.metrics())
+
+    def metrics(self) -> WorkerMetrics:
+        """This worker's totals, with the gauges and limit counts of now."""
+        m = self.m
+        m.gauges = {"connections": len(self.conns), "queue_reads": len(self.lanes.reads),
+                    "queue_others": len(self.lanes.others)}
+        m.limits = {}
+        for (limit, _), n in self.hits.counts.items():
+            m.limits[limit] = m.limits.get(limit, 0) + n
+        return m
 
     def idle(self) -> bool:
         return self.lanes.idle()
@@ -558,6 +607,7 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
               asyncio.ensure_future(_every(min(1.0, cfg.idle_timeout_s / 4),
                                            hub.check_connections))]
     announce_ready(zctx, Path(cfg.run), "io", cfg.index)
+    hub.pusher = Pusher(zctx, Path(cfg.run))
     await stop.wait()
     server.close()
     await _drain(hub, cfg.drain_ms / 1000)
@@ -568,6 +618,8 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
         conn.close()
     loop.remove_reader(router.getsockopt(zmq.FD))
     hub.unwatch_all()
+    if hub.pusher is not None:
+        hub.pusher.close()
     router.close(0)
     store.close()
 

@@ -28,6 +28,8 @@ from worker.business import run as run_business
 from worker.children import Child
 from worker.io_worker import IoConfig
 from worker.io_worker import run as run_io
+from worker.metrics import parse_snapshot
+from worker.metrics_server import MetricsBook, MetricsServer, NodeCollector
 from worker.procs import (
     control_endpoint,
     exit_with_parent,
@@ -61,6 +63,31 @@ class Controller:
         self.poller = zmq.Poller()
         self.store = None  # type: ignore[var-annotated]
         self.last_scan = 0.0
+        self.metrics = MetricsBook()
+        self.metrics_http: MetricsServer | None = None
+
+    def serve_metrics(self) -> None:
+        """Serve ``/metrics`` on ``metricsPort`` (none when 0); UserError if it cannot bind."""
+        s = self.s
+        if not s.metrics_port:
+            return
+        collector = NodeCollector(self.metrics, lambda: self.store, self._pids, self._restarts)
+        try:
+            self.metrics_http = MetricsServer(s.metrics_host, s.metrics_port, collector)
+        except OSError as exc:
+            raise UserError(f"metricsPort: cannot serve on {s.metrics_host}:{s.metrics_port}: "
+                            f"{exc.strerror or exc}") from None
+
+    def _pids(self) -> dict[str, int]:
+        pids = {"controller": os.getpid()}
+        pids.update({c.name: c.pid for c in list(self.children) if c.alive})
+        return pids
+
+    def _restarts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in list(self.children):
+            out[c.kind] = out.get(c.kind, 0) + c.restarts
+        return out
 
     # -- start-up ----------------------------------------------------------
 
@@ -155,20 +182,34 @@ class Controller:
     def _on_ready_messages(self) -> None:
         while True:
             try:
-                parsed = wire.parse_ready(self.pull.recv(zmq.NOBLOCK))
+                msg = self.pull.recv(zmq.NOBLOCK)
             except zmq.Again:
                 return
+            if msg[:1] == wire.METRICS:
+                self._on_snapshot(msg)
+                continue
+            parsed = wire.parse_ready(msg)
             for child in self.children:
                 if parsed and (child.kind, child.index, child.pid) == parsed:
                     child.ready = True
+
+    def _on_snapshot(self, msg: bytes) -> None:
+        """Keep a worker's totals; a snapshot of a process already reaped is ignored."""
+        doc = parse_snapshot(msg)
+        if doc is not None and any((c.kind, c.index, c.pid) == (doc["kind"], doc["index"],
+                                                                  doc["pid"]) and c.alive
+                                   for c in self.children):
+            self.metrics.update(doc)
 
     def _on_child_exit(self, pidfd: int) -> None:
         child = next((c for c in self.children if c.pidfd == pidfd), None)
         if child is None:
             return
         self.poller.unregister(pidfd)
+        self._on_ready_messages()  # its last totals may be queued still
         pid = child.pid
         code = child.reap(time.monotonic())
+        self.metrics.retire(child.kind, child.index, pid)
         if self.stopping:
             return
         log.warning("event=worker_exit worker=%s pid=%d code=%s restart_in=%.1fs",
@@ -205,6 +246,8 @@ class Controller:
 
     def shutdown(self) -> None:
         self.stopping = True
+        if self.metrics_http is not None:
+            self.metrics_http.close()
         io = [c for c in self.children if c.kind == "io"]
         self._stop_group(io, self.s.shutdown_drain_ms / 1000 + 2.0)
         self._stop_group([c for c in self.children if c.kind != "io"], 3.0)
@@ -326,6 +369,7 @@ def _announce(line: str) -> None:
 def _run(controller: Controller) -> int:
     _stop_on_signals(controller)
     try:
+        controller.serve_metrics()
         controller.start()
         controller.wait_ready()
     except UserError as exc:

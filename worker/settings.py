@@ -46,6 +46,8 @@ class NodeSettings:
     tls_key: str
     tls_client_auth: str
     tls_trust: str
+    metrics_port: int
+    metrics_host: str
     config: dict[str, str]  # every key's text: schema keys resolved, then unknown file keys
     file_keys: tuple[str, ...]  # the config file's keys in file order
 

@@ -20,6 +20,7 @@ REQUESTS = b"Q"   # I/O -> business: b"Q" + pack_pairs([(conn, frame), ...])
 EVENT = b"E"      # I/O -> business: b"E" + pack_pairs([(conn, peer)]) (channel destroyed)
 REPLIES = b"P"    # business -> I/O: b"P" + pack_pairs([(conn, reply), ...]) (empty: none)
 CLOSE = b"\x00"   # a reply that is no frame: the header was malformed, close the connection
+METRICS = b"M"    # worker -> controller (PUSH): b"M" + JSON totals (worker.metrics), ~1/s
 
 HEARTBEAT_S = 0.25
 # A business worker's death is seen at once (pidfd). Silence alone means little: a

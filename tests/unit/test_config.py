@@ -61,7 +61,7 @@ def test_repository_default_states_only_what_differs_from_built_in_defaults() ->
     stated = [doc.get("defaults") or {}, *((n.get("settings") or {}) for n in doc["nodes"])]
     builtin = yaml_defaults()
     assert [(k, v) for group in stated for k, v in group.items() if builtin.get(k) == v] == []
-    assert load_cluster(REPO_DEFAULT).nodes[0].settings == builtin
+    assert load_cluster(REPO_DEFAULT).nodes[0].settings == {**builtin, "metricsPort": 10876}
 
 
 def test_nodes_inherit_defaults_and_override_them(tmp_path: Path) -> None:

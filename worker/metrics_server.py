@@ -1,0 +1,225 @@
+"""The controller's ``/metrics``: worker snapshots summed, state read at scrape time.
+
+Workers PUSH their cumulative totals about once a second (``worker.metrics``). The
+``MetricsBook`` keeps the latest snapshot of every live worker and, for workers that
+died, their last totals in a base, so every counter stays monotonic across a worker
+restart. ``NodeCollector`` turns the book, one read transaction of the store and the
+process tree's CPU and memory (psutil) into Prometheus families; prometheus_client's
+own HTTP server serves them on its thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+from prometheus_client import start_http_server
+from prometheus_client.core import (
+    CollectorRegistry,
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from worker.metrics import LATENCY_BOUNDS, OTHER
+
+Slot = tuple[str, int]  # (worker kind, index)
+
+# Worker counters (``WorkerMetrics.counters`` names) served as ``pynamesrv_<name>_total``.
+COUNTERS: dict[str, str] = {
+    "system_busy": "requests answered SYSTEM_BUSY (the I/O worker's queue was full)",
+    "connections_opened": "client connections admitted",
+    "connections_closed": "client connections closed, by either side",
+    "route_template_hits": "route lookups answered from a template by the I/O worker",
+    "route_template_misses": "route lookups sent to the business pool to be learned",
+}
+
+
+@dataclass
+class Totals:
+    """Counters summed over snapshots: requests, latency buckets, named counters, limits."""
+
+    requests: dict[tuple[int, str], int] = field(default_factory=dict)
+    latency: dict[int, tuple[list[int], float]] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+    limits: dict[str, int] = field(default_factory=dict)
+
+    def add(self, doc: dict[str, Any]) -> None:
+        for code, result, n in doc.get("requests", ()):
+            key = (int(code), str(result))
+            self.requests[key] = self.requests.get(key, 0) + int(n)
+        for code, counts, total in doc.get("latency", ()):
+            have, have_sum = self.latency.get(int(code), ([0] * len(counts), 0.0))
+            self.latency[int(code)] = ([a + b for a, b in zip(have, counts, strict=True)],
+                                       have_sum + float(total))
+        for table, into in (("counters", self.counters), ("limits", self.limits)):
+            for name, n in doc.get(table, {}).items():
+                into[name] = into.get(name, 0) + int(n)
+
+    def copy(self) -> Totals:
+        return Totals(dict(self.requests), {c: (list(b), s) for c, (b, s) in self.latency.items()},
+                      dict(self.counters), dict(self.limits))
+
+
+class MetricsBook:
+    """Latest snapshot per live worker plus the last totals of the dead ones (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._live: dict[Slot, dict[str, Any]] = {}
+        self._base = Totals()
+
+    def update(self, doc: dict[str, Any]) -> None:
+        slot = (str(doc["kind"]), int(doc["index"]))
+        with self._lock:
+            old = self._live.get(slot)
+            if old is not None and old["pid"] != doc["pid"]:
+                self._base.add(old)  # its death was not reported first: keep its totals
+            self._live[slot] = doc
+
+    def retire(self, kind: str, index: int, pid: int) -> None:
+        """Worker ``pid`` exited: its last totals move to the base."""
+        with self._lock:
+            old = self._live.get((kind, index))
+            if old is not None and old["pid"] == pid:
+                self._base.add(self._live.pop((kind, index)))
+
+    def read(self) -> tuple[Totals, dict[Slot, dict[str, Any]]]:
+        """(base + every live worker's totals, the live snapshots) at one instant."""
+        with self._lock:
+            totals = self._base.copy()
+            live = dict(self._live)
+        for doc in live.values():
+            totals.add(doc)
+        return totals, live
+
+
+def _code(code: int) -> str:
+    return "other" if code == OTHER else str(code)
+
+
+def counter_families(totals: Totals) -> Iterator[Metric]:
+    requests = CounterMetricFamily("pynamesrv_requests", "requests answered, by request code "
+                                   "and response code (none: oneway)", labels=["code", "result"])
+    for (code, result), n in sorted(totals.requests.items()):
+        requests.add_metric([_code(code), result], n)
+    yield requests
+    latency = HistogramMetricFamily("pynamesrv_request_latency_seconds", "time from a request's "
+                                    "frame in to its reply out, in the I/O worker",
+                                    labels=["code"])
+    for code, (counts, total) in sorted(totals.latency.items()):
+        latency.add_metric([_code(code)], cumulative_buckets(counts), sum_value=total)
+    yield latency
+    for name, doc in COUNTERS.items():
+        yield CounterMetricFamily(f"pynamesrv_{name}", doc, value=totals.counters.get(name, 0))
+    limits = CounterMetricFamily("pynamesrv_limit_hits", "connections refused or closed by a "
+                                 "connection limit", labels=["limit"])
+    for name, n in sorted(totals.limits.items()):
+        limits.add_metric([name], n)
+    yield limits
+
+
+def cumulative_buckets(counts: list[int]) -> list[tuple[str, float]]:
+    """Per-bucket counts (last: above every bound) as Prometheus' cumulative ``le`` buckets."""
+    out: list[tuple[str, float]] = []
+    running = 0
+    for bound, n in zip((*map(str, LATENCY_BOUNDS), "+Inf"), counts, strict=True):
+        running += n
+        out.append((bound, running))
+    return out
+
+
+def worker_gauges(live: dict[Slot, dict[str, Any]]) -> Iterator[Metric]:
+    queue = GaugeMetricFamily("pynamesrv_business_queue_depth", "requests an I/O worker holds "
+                              "for the business pool, by lane", labels=["io_worker", "lane"])
+    conns = GaugeMetricFamily("pynamesrv_connections_open", "open client connections "
+                              "(as last reported by the I/O workers)")
+    total = 0
+    for (kind, index), doc in sorted(live.items()):
+        if kind != "io":
+            continue
+        gauges = doc.get("gauges", {})
+        queue.add_metric([str(index), "reads"], gauges.get("queue_reads", 0))
+        queue.add_metric([str(index), "others"], gauges.get("queue_others", 0))
+        total += gauges.get("connections", 0)
+    conns.add_metric([], total)
+    yield queue
+    yield conns
+
+
+def state_gauges(store: Any) -> Iterator[Metric]:
+    """Live brokers, topics, KV entries and the store generation, from one read transaction."""
+    with store.read() as t:
+        brokers, topics = len(t.keys("live")), len(t.keys("topic"))
+        kv = sum(len(table) for _, table in t.items("kv"))
+        generation = t.generation()
+    for name, doc, value in (
+            ("pynamesrv_live_brokers", "brokers with a live channel", brokers),
+            ("pynamesrv_topics", "topics in the route table", topics),
+            ("pynamesrv_kv_entries", "KV config entries, all namespaces", kv),
+            ("pynamesrv_store_generation", "route generation of the store (bumped by every "
+             "change a route reply shows)", generation)):
+        yield GaugeMetricFamily(name, doc, value=value)
+
+
+def process_families(pids: dict[str, int]) -> Iterator[Metric]:
+    cpu = CounterMetricFamily("pynamesrv_process_cpu_seconds", "CPU time (user + system) of "
+                              "each process of the node", labels=["process"])
+    rss = GaugeMetricFamily("pynamesrv_process_resident_memory_bytes", "resident memory of "
+                            "each process of the node", labels=["process"])
+    for name, pid in sorted(pids.items()):
+        try:
+            proc = psutil.Process(pid)
+            with proc.oneshot():
+                times, mem = proc.cpu_times(), proc.memory_info()
+        except psutil.Error:
+            continue  # exited between the listing and the reading
+        cpu.add_metric([name], times.user + times.system)
+        rss.add_metric([name], mem.rss)
+    yield cpu
+    yield rss
+
+
+class NodeCollector(Collector):
+    """Everything a node serves on ``/metrics``; the callables are read at each scrape."""
+
+    def __init__(self, book: MetricsBook, store: Callable[[], Any],
+                 pids: Callable[[], dict[str, int]],
+                 restarts: Callable[[], dict[str, int]]) -> None:
+        self.book = book
+        self.store = store
+        self.pids = pids
+        self.restarts = restarts
+
+    def collect(self) -> Iterator[Metric]:
+        totals, live = self.book.read()
+        yield from counter_families(totals)
+        yield from worker_gauges(live)
+        restarts = CounterMetricFamily("pynamesrv_worker_restarts", "worker processes that "
+                                       "exited and were restarted by the controller",
+                                       labels=["kind"])
+        for kind, n in sorted(self.restarts().items()):
+            restarts.add_metric([kind], n)
+        yield restarts
+        store = self.store()
+        if store is not None:
+            yield from state_gauges(store)
+        yield from process_families(self.pids())
+
+
+class MetricsServer:
+    """prometheus_client's HTTP server for one collector, on its own thread."""
+
+    def __init__(self, host: str, port: int, collector: Collector) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(collector)
+        self.server, self.thread = start_http_server(port, host, registry=self.registry)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
