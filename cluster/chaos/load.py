@@ -71,11 +71,15 @@ class LoadProcess:
         """Block until the load reports ``ready`` (or exits); raises on the deadline."""
         deadline = time.monotonic() + timeout_s
         while not self.ready.wait(0.2):
-            if self.ended.is_set() or (self.proc is not None and self.proc.poll() is not None):
-                raise RuntimeError(f"the load process exited before it was ready; "
-                                   f"see {self.out_dir / LOG_NAME}")
+            if self.proc is not None and self.proc.poll() is not None:
+                if self._thread is not None:
+                    self._thread.join(2.0)  # its last lines may still be on their way
+                break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the load was not ready within {timeout_s:g}s")
+        if not self.ready_value:
+            raise RuntimeError(f"the load process exited before it was ready; "
+                               f"see {self.out_dir / LOG_NAME}")
         return self.ready_value
 
     def stop(self) -> str:
