@@ -296,10 +296,11 @@ class Hub:
     def _count_hits(self, out: list[bytes], took: float) -> None:
         """Route lookups answered from templates: one latency for the chunk they came in."""
         m = self.m
-        m.add("route_template_hits", len(out))
+        m.counters["route_template_hits"] = m.counters.get("route_template_hits", 0) + len(out)
         m.observe(ROUTE, took, len(out))
+        request = m.request
         for reply in out:
-            m.request(ROUTE, reply_code(reply))
+            request(ROUTE, reply_code(reply))
 
     def submit(self, conn_id: bytes, frame: bytes, tag: Tag) -> None:
         if not self.lanes.submit(conn_id, frame, tag):

@@ -34,7 +34,6 @@ NO_REPLY = "none"  # result label of a request answered by no reply (oneway)
 _I16 = struct.Struct(">h")
 _U32 = struct.Struct(">I")
 _JSON_CODE = re.compile(rb'"code":(-?[0-9]{1,6})[,}]')
-_JSON_REPLY_CODE = re.compile(rb'\{"code":(-?[0-9]{1,6})[,}]')  # the key the encoder puts first
 
 
 def frame_code(frame: bytes) -> int:
@@ -54,8 +53,14 @@ def reply_code(reply: bytes) -> int:
         return OTHER
     if reply[4] == 1:
         return int(_I16.unpack_from(reply, 8)[0])
-    m = _JSON_REPLY_CODE.match(reply, 8)
-    return int(m[1]) if m else OTHER
+    if reply.startswith(b'{"code":', 8):  # the key the encoder puts first
+        end = reply.find(b",", 16, 24)
+        if end > 16:
+            try:
+                return int(reply[16:end])
+            except ValueError:
+                return OTHER
+    return OTHER
 
 
 @dataclass
@@ -77,7 +82,7 @@ class WorkerMetrics:
     kind: str
     index: int
     pid: int = field(default_factory=os.getpid)
-    requests: dict[tuple[int, str], int] = field(default_factory=dict)  # (code, result) → n
+    requests: dict[tuple[int, int | str], int] = field(default_factory=dict)  # (code, result)
     latency: dict[int, Histogram] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)  # name → n
     limits: dict[str, int] = field(default_factory=dict)  # limit → refused/closed connections
@@ -87,16 +92,22 @@ class WorkerMetrics:
         return code if code in self.latency or len(self.latency) < MAX_CODES else OTHER
 
     def request(self, code: int, result: int | str, n: int = 1) -> None:
-        key = (code, str(result))
-        if key not in self.requests and len(self.requests) >= MAX_CODES:
-            key = (OTHER, key[1])
-        self.requests[key] = self.requests.get(key, 0) + n
+        key = (code, result)
+        requests = self.requests
+        if key in requests:
+            requests[key] += n
+        elif len(requests) < MAX_CODES:
+            requests[key] = n
+        else:
+            other = (OTHER, result)
+            requests[other] = requests.get(other, 0) + n
 
     def observe(self, code: int, seconds: float, n: int = 1) -> None:
         hist = self.latency.get(code)
         if hist is None:
             hist = self.latency.setdefault(self.code_key(code), Histogram())
-        hist.observe(seconds, n)
+        hist.counts[bisect_left(LATENCY_BOUNDS, seconds)] += n
+        hist.total += seconds * n
 
     def add(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
@@ -104,7 +115,7 @@ class WorkerMetrics:
     def snapshot(self) -> bytes:
         """This worker's totals as one ``wire.METRICS`` message."""
         doc = {"kind": self.kind, "index": self.index, "pid": self.pid,
-               "requests": [[c, r, n] for (c, r), n in self.requests.items()],
+               "requests": [[c, str(r), n] for (c, r), n in self.requests.items()],
                "latency": [[c, h.counts, h.total] for c, h in self.latency.items()],
                "counters": self.counters, "limits": self.limits, "gauges": self.gauges}
         return wire.METRICS + orjson.dumps(doc)

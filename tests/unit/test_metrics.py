@@ -123,7 +123,7 @@ def test_codes_beyond_the_cap_count_as_other() -> None:
     for code in range(MAX_CODES + 5):
         m.request(code, 0)
         m.observe(code, 0.001)
-    assert len(m.requests) == MAX_CODES + 1 and m.requests[(OTHER, "0")] == 5
+    assert len(m.requests) == MAX_CODES + 1 and m.requests[(OTHER, 0)] == 5
     assert len(m.latency) == MAX_CODES + 1 and sum(m.latency[OTHER].counts) == 5
 
 
