@@ -31,7 +31,7 @@ DEFAULT_BROKERS = 200
 DEFAULT_TOPICS = 100
 DEFAULT_READS = 5000.0
 # Offered reads over the target: absorbs the seconds a client spends failing over.
-DEFAULT_HEADROOM = 1.1
+DEFAULT_HEADROOM = 1.2
 CLIENTS_PER_NODE = 4
 TICK_S = 0.02
 WINDOW = 2048

@@ -28,9 +28,9 @@ def test_default_plan_is_the_production_profile() -> None:
     assert (PLAN.groups, PLAN.broker_count, PLAN.topic_count) == (100, 200, 10_000)
     assert PLAN.registrations_per_s == pytest.approx(200 * 3 / 30)
     assert PLAN.clients == 12
-    assert PLAN.offered_reads_per_s == pytest.approx(5500)
-    assert PLAN.reads_per_client == pytest.approx(5500 / 12)
-    assert PLAN.batch == pytest.approx(5500 / 12 * 0.02)
+    assert PLAN.offered_reads_per_s == pytest.approx(6000)
+    assert PLAN.reads_per_client == pytest.approx(6000 / 12)
+    assert PLAN.batch == pytest.approx(6000 / 12 * 0.02)
     assert "10000 in all" in "\n".join(PLAN.describe())
 
 
