@@ -324,6 +324,10 @@ class Hub:
             log.warning("event=bad_header conn=%s error=%r", conn_id.decode(), str(exc))
             conn.close(abort=True)
             return
+        except Exception:  # a codec defect: close this connection, answer the others
+            log.exception("event=decode_crash conn=%s", conn_id.decode())
+            conn.close(abort=True)
+            return
         if cmd.is_response:
             return
         if cmd.is_oneway:
