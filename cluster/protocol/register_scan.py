@@ -63,25 +63,31 @@ class KnownPieces:
     The caller keeps these only while the topic table holds every entry here.
     """
 
-    __slots__ = ("entries", "_owner")
+    __slots__ = ("entries", "_owners")
 
     def __init__(self, entries: Entries) -> None:
         self.entries = entries
-        self._owner = {entry[0]: piece for piece, entry in entries.items()}
+        self._owners: dict[str, bytes] | None = None  # topic → its piece, made on first use
+
+    def _owner_map(self) -> dict[str, bytes]:
+        if self._owners is None:
+            self._owners = {entry[0]: piece for piece, entry in self.entries.items()}
+        return self._owners
 
     def owner(self, topic: str) -> bytes | None:
         """The piece kept for ``topic``."""
-        return self._owner.get(topic)
+        return self._owner_map().get(topic)
 
     def learn(self, diff: TableDiff) -> None:
         """Keep the pieces ``diff`` read alone in place of the earlier ones of their topics."""
+        owners = self._owner_map()
         for piece, topic, fields in diff.decoded:
-            old = self._owner.pop(topic, None)
+            old = owners.pop(topic, None)
             if old is not None:
                 del self.entries[old]
             if piece is not None:
                 self.entries[piece] = (topic, fields)
-                self._owner[topic] = piece
+                owners[topic] = piece
 
 
 class PlainTable:
