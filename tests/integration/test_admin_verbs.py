@@ -20,17 +20,11 @@ from cluster.client.errors import RemoteError
 from cluster.client.nsclient import NameServerClient
 from cluster.protocol.codes import RequestCode, ResponseCode
 from cluster.protocol.command import RemotingCommand
+from tests.integration.test_audit_e2e import BROKER, TOPIC_BODY
 from tests.nodeproc import Conn, NodeProcess, poll_until
 
 pytestmark = pytest.mark.integration
 
-BROKER = {"brokerName": "broker-a", "brokerAddr": "127.0.0.1:10911",
-          "clusterName": "DefaultCluster", "haServerAddr": "127.0.0.1:10912", "brokerId": "0",
-          "compressed": "false", "bodyCrc32": "0"}
-TOPIC_BODY = (b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":'
-              b'{"counter":1,"timestamp":1},"topicConfigTable":{"TopicTest":{"order":false,'
-              b'"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":'
-              b'"TopicTest","topicSysFlag":0,"writeQueueNums":4}}}}')
 
 
 @pytest.fixture

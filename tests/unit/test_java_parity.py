@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from cluster.protocol.codes import SerializeType
@@ -13,22 +10,9 @@ from cluster.protocol.frame import FrameError, decode_command, encode_command
 from cluster.protocol.lenient import loads_lenient
 from state.route import java_order
 from state.store import Store
-from tests.unit.test_processors import RC, C, body_json, call, make_ctx, register_request, request
+from tests.unit.test_processors import RC, C, body_json, call, register_request, request
 from worker.context import NodeContext
 from worker.processors import on_channel_destroy
-
-
-@pytest.fixture()
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.create(str(tmp_path / "lmdb"), 32 << 20)
-    yield s
-    s.destroy()
-
-
-@pytest.fixture()
-def ctx(store: Store, tmp_path: Path) -> NodeContext:
-    return make_ctx(store, kv_path=str(tmp_path / "kv.json"),
-                    config_path=str(tmp_path / "namesrv.properties"))
 
 
 @pytest.mark.parametrize(("text", "value"), [

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 
 from cluster.protocol import bodies
 from cluster.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
@@ -51,19 +50,6 @@ def register_request(name: str, addr: str, topics: dict[str, int], broker_id: in
 
 def route_request(topic: str, version: int = 409) -> RemotingCommand:
     return request(105, {"topic": topic}, version=version)
-
-
-@pytest.fixture()
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.create(str(tmp_path / "lmdb"), 32 << 20)
-    yield s
-    s.destroy()
-
-
-@pytest.fixture()
-def ctx(store: Store, tmp_path: Path) -> NodeContext:
-    return make_ctx(store, kv_path=str(tmp_path / "kv.json"),
-                    config_path=str(tmp_path / "namesrv.properties"))
 
 
 def call(ctx: NodeContext, cmd: RemotingCommand, channel: str = "0.1.1") -> RemotingCommand:

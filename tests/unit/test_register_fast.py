@@ -4,7 +4,7 @@ and applying only the topics whose fields differ from the broker's last applied 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +23,6 @@ from worker.context import NodeContext
 DV1 = {"counter": 1, "timestamp": 1}
 DV2 = {"counter": 2, "timestamp": 1}
 TOPICS = {"TopicA": 4, "TopicB": 8}
-
-
-@pytest.fixture()
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.create(str(tmp_path / "lmdb"), 32 << 20)
-    yield s
-    s.destroy()
 
 
 @pytest.fixture()
