@@ -109,8 +109,8 @@ class BusinessWorker:
         if kind == wire.REQUESTS:
             self._send(sock, self._process_batch(payload))
         elif kind == wire.EVENT:
-            for conn, peer in wire.unpack_pairs(payload):
-                self._channel_destroyed(conn.decode(), peer.decode())
+            self._channels_destroyed([(conn.decode(), peer.decode())
+                                      for conn, peer in wire.unpack_pairs(payload)])
 
     def _process_batch(self, payload: bytes) -> bytes:
         replies = []
@@ -142,11 +142,11 @@ class BusinessWorker:
         self.m.request(cmd.code, reply.code)
         return encode_command(reply)
 
-    def _channel_destroyed(self, channel: str, peer: str) -> None:
+    def _channels_destroyed(self, closed: list[tuple[str, str]]) -> None:
         try:
-            on_channel_destroy(self.ctx, channel, peer)
+            on_channel_destroy(self.ctx, closed)
         except Exception:
-            log.exception("event=channel_destroy_failed channel=%s", channel)
+            log.exception("event=channel_destroy_failed channels=%d", len(closed))
 
     def close(self) -> None:
         for sock in self.sockets:

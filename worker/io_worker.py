@@ -51,6 +51,7 @@ log = logging.getLogger("pynamesrv.io")
 BUSY_REMARK = "[OVERLOAD]system busy, start flow control for a while"
 LOST_REMARK = "business worker lost while processing the request; retry"
 MAX_EVENTS = 100_000
+EVENTS_PER_MESSAGE = 512  # closed connections per channel-destroyed message
 FORGET_PEER_S = 600.0  # a silent business worker is dropped from the table after this
 # A pooled request's tag: (template key to learn its reply under or None, store generation
 # then, perf_counter when its frame came in, request code).
@@ -355,13 +356,15 @@ class Hub:
         self._send_events()
 
     def _send_events(self) -> None:
+        """Closed connections, up to EVENTS_PER_MESSAGE in one message (one write there)."""
         while self.events:
             peer = next((p for p in self.lanes.peers.values() if p.alive), None)
             if peer is None:
                 break
-            conn_id, name = self.events[0]
-            if self._send(peer, wire.pack_pairs([(conn_id, name)], wire.EVENT)):
-                self.events.popleft()
+            batch = [self.events[i] for i in range(min(len(self.events), EVENTS_PER_MESSAGE))]
+            if self._send(peer, wire.pack_pairs(batch, wire.EVENT)):
+                for _ in batch:
+                    self.events.popleft()
 
     def _send(self, peer: Peer, message: bytes) -> bool:
         try:

@@ -443,6 +443,6 @@ def handle(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
     return None if cmd.is_oneway else reply
 
 
-def on_channel_destroy(ctx: NodeContext, channel: str, peer: str) -> None:
-    """A connection closed: forget the brokers registered over it."""
-    route.on_channel_destroy(ctx.store, channel, peer or None)
+def on_channel_destroy(ctx: NodeContext, closed: list[tuple[str, str]]) -> None:
+    """Connections closed: forget the brokers registered over them (one write)."""
+    route.on_channels_destroyed(ctx.store, [(ch, peer or None) for ch, peer in closed])

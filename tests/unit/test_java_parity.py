@@ -86,7 +86,7 @@ def test_closed_connection_leaves_the_first_cluster_in_java_order(store: Store,
     with store.read() as t:
         first = java_order(t, "cluster", clusters)[0]
     assert first != "c0"  # Java's order, not the insertion or sorted order
-    on_channel_destroy(ctx, "0.1.9", "")
+    on_channel_destroy(ctx, [("0.1.9", "")])
     left = body_json(call(ctx, request(106)))["clusterAddrTable"]
     assert first not in left and set(left) == set(clusters) - {first}
 

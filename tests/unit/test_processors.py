@@ -192,9 +192,9 @@ def test_heartbeat_and_expiry_with_fake_clock(store: Store) -> None:
 
 def test_channel_destroy(ctx: NodeContext) -> None:
     call(ctx, register_request("a", "a:1", {"T": 4}), "0.5.1")
-    on_channel_destroy(ctx, "0.5.2", "127.0.0.1:1")
+    on_channel_destroy(ctx, [("0.5.2", "127.0.0.1:1")])
     assert call(ctx, route_request("T")).code == 0
-    on_channel_destroy(ctx, "0.5.1", "127.0.0.1:2")
+    on_channel_destroy(ctx, [("0.5.1", "127.0.0.1:2")])
     assert call(ctx, route_request("T")).code == RC.TOPIC_NOT_EXIST
 
 
@@ -324,3 +324,14 @@ def test_every_reference_code_has_a_handler() -> None:
     codes = {100, 101, 102, 103, 104, 105, 106, 205, 206, 216, 217, 219, 224, 304, 311, 312,
              313, 318, 319, 322, 327, 901, 904, 60001}
     assert codes == set(HANDLERS)
+
+
+def test_connections_closed_together_are_cleaned_in_one_write(ctx: NodeContext) -> None:
+    for i in range(3):
+        assert call(ctx, register_request(f"b{i}", f"127.0.0.1:{10911 + i}", {"T": 4}),
+                    channel=f"0.9.{i}").code == RC.SUCCESS
+    generation = ctx.store.generation_token()
+    on_channel_destroy(ctx, [("0.9.0", ""), ("0.9.2", ""), ("0.9.7", "")])
+    data = body_json(call(ctx, route_request("T")))
+    assert [b["brokerName"] for b in data["brokerDatas"]] == ["b1"]
+    assert ctx.store.generation_token() == str(int(generation or b"0") + 1).encode()
