@@ -15,7 +15,7 @@ from tests.nodeproc import free_port, poll_until
 
 __all__ = ["Reaper", "free_port", "poll_until"]
 
-SHORT_SOAK_S = 30.0
+SHORT_SOAK_S = 20.0
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
