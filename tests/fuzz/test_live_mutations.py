@@ -28,7 +28,7 @@ from cluster.protocol.codes import RequestCode, ResponseCode, SerializeType
 from cluster.protocol.command import RemotingCommand
 from tests.conftest import Reaper
 from tests.fuzz import targets
-from tests.nodeproc import ROOT, Conn, NodeProcess, _readline_with_deadline
+from tests.nodeproc import ROOT, Conn, NodeProcess, _readline_with_deadline, poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -250,6 +250,34 @@ def hostile_sender(port: int, index: int, stop: threading.Event, figures: Figure
         time.sleep(rng.choice((0.0, 0.001, 0.005)))
 
 
+def run_traffic(node: LoggedNode, figures: Figures, seeds: list[bytes]) -> None:
+    """Good clients and hostile senders side by side for DURATION_S (or the first failure)."""
+    stop = threading.Event()
+    threads = [threading.Thread(target=good_client, args=(node.addr, i, stop, figures))
+               for i in range(GOOD_CLIENTS)]
+    threads += [threading.Thread(target=hostile_sender, args=(node.port, i, stop, figures, seeds))
+                for i in range(HOSTILE_CONNECTIONS)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + DURATION_S
+    while time.monotonic() < deadline and not figures.failures:
+        stop.wait(min(0.5, max(0.0, deadline - time.monotonic())))
+    stop.set()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads)
+
+
+def open_connections(node: LoggedNode) -> int:
+    """Established TCP connections the node's I/O workers hold on its port."""
+    count = 0
+    for proc in node.children():
+        if proc.name().startswith("pns-io-"):
+            count += sum(1 for c in proc.net_connections(kind="tcp")
+                         if c.status == "ESTABLISHED" and c.laddr and c.laddr.port == node.port)
+    return count
+
+
 def test_mutated_frames_from_many_connections(tmp_path: Path, reaper: Reaper) -> None:
     seeds = targets.seed_frames()
     node = LoggedNode(tmp_path / "node", tmp_path / "node.log").start()
@@ -265,27 +293,13 @@ def test_mutated_frames_from_many_connections(tmp_path: Path, reaper: Reaper) ->
                 code=RequestCode.GET_ROUTEINFO_BY_TOPIC, version=400,
                 ext_fields={"topic": TOPIC}))) is None
         warm.close()
-        time.sleep(1.0)
         workers_before = {(p.pid, p.name()) for p in node.children()}
         assert {name[:7] for _, name in workers_before} >= {"pns-io-", "pns-biz"}
         mem_before, kind = tree_memory(node)
-
-        stop = threading.Event()
-        threads = [threading.Thread(target=good_client, args=(node.addr, i, stop, figures))
-                   for i in range(GOOD_CLIENTS)]
-        threads += [threading.Thread(target=hostile_sender,
-                                     args=(node.port, i, stop, figures, seeds))
-                    for i in range(HOSTILE_CONNECTIONS)]
-        for t in threads:
-            t.start()
-        deadline = time.monotonic() + DURATION_S
-        while time.monotonic() < deadline and not figures.failures:
-            time.sleep(0.1)
-        stop.set()
-        for t in threads:
-            t.join(30)
-        assert not any(t.is_alive() for t in threads)
-        time.sleep(2.0)  # the node closes what the senders left open
+        run_traffic(node, figures, seeds)
+        # the node has closed what the senders left open: only the broker's connection stays
+        poll_until(lambda: open_connections(node) <= 1, timeout=30,
+                   what="the node to close the hostile connections")
         mem_after, _ = tree_memory(node)
         workers_after = {(p.pid, p.name()) for p in node.children()}
         alive = node.proc.poll() is None
