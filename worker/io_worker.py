@@ -21,7 +21,6 @@ import logging
 import os
 import signal
 import socket
-import ssl
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
@@ -530,65 +529,6 @@ async def _every(period: float, fn) -> None:  # type: ignore[no-untyped-def]
         fn()
 
 
-class TlsAcceptor:
-    """Accepts connections itself and tells TLS from plain ones by their first byte."""
-
-    def __init__(self, hub: Hub, listener: socket.socket, ctx: ssl.SSLContext,
-                 enforcing: bool) -> None:
-        self.hub = hub
-        self.listener = listener
-        self.ctx = ctx
-        self.enforcing = enforcing
-        self.task = asyncio.ensure_future(self._accept())
-
-    async def _accept(self) -> None:
-        loop = self.hub.loop
-        while True:
-            sock, _ = await loop.sock_accept(self.listener)
-            asyncio.ensure_future(self._classify(sock))
-
-    async def _classify(self, sock: socket.socket) -> None:
-        loop = self.hub.loop
-        address = str(sock.getpeername()[0]) if sock.family != socket.AF_UNIX else ""
-        try:
-            first = await asyncio.wait_for(_peek(loop, sock), self.hub.cfg.frame_timeout_s)
-        except (TimeoutError, OSError):
-            self.hub.hits.hit(limits.FRAME_READ_TIMEOUT, address, "no first byte")
-            sock.close()
-            return
-        is_tls = first[:1] == bytes([tls.HANDSHAKE])
-        if not is_tls and self.enforcing:
-            self.hub.hits.hit(TLS_REQUIRED, address)
-            sock.close()
-            return
-        try:
-            await loop.connect_accepted_socket(
-                lambda: Connection(self.hub), sock, ssl=self.ctx if is_tls else None,
-                ssl_handshake_timeout=self.hub.cfg.frame_timeout_s if is_tls else None)
-        except (OSError, ssl.SSLError, TimeoutError) as exc:
-            self.hub.hits.hit(TLS_HANDSHAKE, address, str(exc))
-            sock.close()
-
-    def close(self) -> None:
-        self.task.cancel()
-        self.listener.close()
-
-
-TLS_REQUIRED = "tls.server.mode=enforcing"
-TLS_HANDSHAKE = "tls handshake"
-
-
-async def _peek(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> bytes:
-    """The first byte a peer sent, left in the socket; b"" when it closed first."""
-    ready = loop.create_future()
-    loop.add_reader(sock.fileno(), lambda: ready.done() or ready.set_result(None))
-    try:
-        await ready
-    finally:
-        loop.remove_reader(sock.fileno())
-    return sock.recv(1, socket.MSG_PEEK)
-
-
 async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
     loop = asyncio.get_running_loop()
     router = zctx.socket(zmq.ROUTER)
@@ -604,11 +544,12 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
     loop.add_reader(router.getsockopt(zmq.FD), hub.on_router_readable)
     listener = _listen_socket(cfg.host, cfg.port)
     if cfg.tls_mode == tls.DISABLED:
-        server: asyncio.AbstractServer | TlsAcceptor = await loop.create_server(
+        server: asyncio.AbstractServer | tls.TlsAcceptor = await loop.create_server(
             lambda: Connection(hub), sock=listener)
     else:
         ctx = tls.server_context(cfg.tls_cert, cfg.tls_key, cfg.tls_client_auth, cfg.tls_trust)
-        server = TlsAcceptor(hub, listener, ctx, cfg.tls_mode == tls.ENFORCING)
+        server = tls.TlsAcceptor(loop, listener, ctx, cfg.tls_mode == tls.ENFORCING,
+                                 lambda: Connection(hub), hub.hits.hit, cfg.frame_timeout_s)
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     timers = [asyncio.ensure_future(_every(wire.HEARTBEAT_S, hub.tick)),

@@ -8,10 +8,14 @@ never does for frames under 352 MiB), so TLS and plain clients share the port.
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import ssl
+from collections.abc import Callable
 from pathlib import Path
 
 from cluster.errors import ConfigError
+from worker import limits
 
 DISABLED, PERMISSIVE, ENFORCING = "disabled", "permissive", "enforcing"
 HANDSHAKE = 0x16  # TLS record type of a ClientHello
@@ -45,3 +49,67 @@ def server_context(cert: str, key: str, client_auth: str, trust: str) -> ssl.SSL
         except (OSError, ssl.SSLError) as exc:
             raise ConfigError(f"tls.server.trustCertPath ({trust}): {exc}") from None
     return ctx
+
+
+Hit = Callable[[str, str, str], None]  # (limit, peer address, detail): counted, logged once
+
+
+class TlsAcceptor:
+    """Accepts connections itself and tells TLS from plain ones by their first byte."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, listener: socket.socket,
+                 ctx: ssl.SSLContext, enforcing: bool,
+                 protocol: Callable[[], asyncio.Protocol], hit: Hit, timeout_s: float) -> None:
+        self.loop = loop
+        self.listener = listener
+        self.ctx = ctx
+        self.enforcing = enforcing
+        self.protocol = protocol
+        self.hit = hit
+        self.timeout_s = timeout_s  # for the first byte and for the handshake
+        self.task = asyncio.ensure_future(self._accept())
+
+    async def _accept(self) -> None:
+        while True:
+            sock, _ = await self.loop.sock_accept(self.listener)
+            asyncio.ensure_future(self._classify(sock))
+
+    async def _classify(self, sock: socket.socket) -> None:
+        address = str(sock.getpeername()[0]) if sock.family != socket.AF_UNIX else ""
+        try:
+            first = await asyncio.wait_for(_peek(self.loop, sock), self.timeout_s)
+        except (TimeoutError, OSError):
+            self.hit(limits.FRAME_READ_TIMEOUT, address, "no first byte")
+            sock.close()
+            return
+        is_tls = first[:1] == bytes([HANDSHAKE])
+        if not is_tls and self.enforcing:
+            self.hit(TLS_REQUIRED, address, "")
+            sock.close()
+            return
+        try:
+            await self.loop.connect_accepted_socket(
+                self.protocol, sock, ssl=self.ctx if is_tls else None,
+                ssl_handshake_timeout=self.timeout_s if is_tls else None)
+        except (OSError, ssl.SSLError, TimeoutError) as exc:
+            self.hit(TLS_HANDSHAKE, address, str(exc))
+            sock.close()
+
+    def close(self) -> None:
+        self.task.cancel()
+        self.listener.close()
+
+
+TLS_REQUIRED = "tls.server.mode=enforcing"
+TLS_HANDSHAKE = "tls handshake"
+
+
+async def _peek(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> bytes:
+    """The first byte a peer sent, left in the socket; b"" when it closed first."""
+    ready = loop.create_future()
+    loop.add_reader(sock.fileno(), lambda: ready.done() or ready.set_result(None))
+    try:
+        await ready
+    finally:
+        loop.remove_reader(sock.fileno())
+    return sock.recv(1, socket.MSG_PEEK)
