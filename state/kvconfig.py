@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from cluster.protocol import fastjson
+from cluster.core.protocol import fastjson
 from state.store import Store, Txn
 
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"

@@ -1,7 +1,7 @@
 """Runtime NameServer configuration, shared by every worker through the `config` table.
 
 Values are stored as strings under their Java property names; keys, types and
-ranges come from `cluster.settings_schema`. The node loads them once at start
+ranges come from `cluster.core.settings_schema`. The node loads them once at start
 (`initialize`); UPDATE_NAMESRV_CONFIG changes them (`update`) and rewrites
 `configStorePath` atomically inside the same write transaction; GET_NAMESRV_CONFIG
 prints them (`properties_text`). Settings marked live in the schema are read from
@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from cluster.protocol.codes import ResponseCode
-from cluster.protocol.properties import format_properties
-from cluster.settings_schema import (
+from cluster.core.protocol.codes import ResponseCode
+from cluster.core.protocol.properties import format_properties
+from cluster.core.settings_schema import (
     BY_KEY,
     JAVA_CLASSES,
     PROTECTED_KEYS,

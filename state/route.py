@@ -41,8 +41,8 @@ from typing import Any
 
 import orjson
 
-from cluster.protocol.bodies import QueueFields, queue_fields
-from cluster.protocol.register_scan import KnownPieces, PlainTable, TableDiff
+from cluster.core.protocol.bodies import QueueFields, queue_fields
+from cluster.core.protocol.register_scan import KnownPieces, PlainTable, TableDiff
 from state.javaorder import string_hash
 from state.store import APPLIED, APPLIED_DELTA, APPLIED_QUEUES, Store, Txn, dumps
 

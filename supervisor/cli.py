@@ -12,10 +12,10 @@ from typing import Any
 
 import orjson
 
-from cluster.config import ClusterConfig, load_cluster
-from cluster.control import ControlClient, ControlError, ControlUnavailable
-from cluster.errors import UserError
+from cluster.core.config import ClusterConfig, load_cluster
+from cluster.core.errors import UserError
 from supervisor.child import ChildSpec
+from supervisor.control_client import ControlClient, ControlError, ControlUnavailable
 from supervisor.main import Supervisor, child_env, format_fields
 from supervisor.render import format_table
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import zmq
 
-from cluster.config import ClusterConfig, NodeConfig
+from cluster.core.config import ClusterConfig, NodeConfig
 from supervisor import commands, procs
 from supervisor.child import Child, ChildSpec, Timing
 from supervisor.nodefiles import write_properties

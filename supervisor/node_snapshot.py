@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
-from cluster.protocol.codes import DEFAULT_MAX_FRAME, RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import FrameError, FrameReader, decode_command, encode_command
+from cluster.core.protocol.codes import DEFAULT_MAX_FRAME, RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import FrameError, FrameReader, decode_command, encode_command
 
 _opaques = itertools.count(1)
 RECV_CHUNK = 1 << 16

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cluster.config import NodeConfig
-from cluster.protocol.properties import format_properties
-from cluster.settings_schema import Value, value_text
+from cluster.core.config import NodeConfig
+from cluster.core.protocol.properties import format_properties
+from cluster.core.settings_schema import Value, value_text
 
 
 def node_properties(node: NodeConfig) -> dict[str, Value]:
-    """The node's settings (``cluster.settings_schema``) and identity, paths made absolute."""
+    """The node's settings (``cluster.core.settings_schema``) and identity, paths made absolute."""
     props: dict[str, Value] = dict(node.settings)
     props.update({
         "listenPort": node.port,

@@ -13,9 +13,9 @@ import socket
 
 import zmq
 
-from cluster.protocol.codes import RequestCode
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import FrameError, FrameReader, decode_command, encode_command
+from cluster.core.protocol.codes import RequestCode
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import FrameError, FrameReader, decode_command, encode_command
 
 _opaques = itertools.count(1)
 MAX_REPLY = 1 << 20

@@ -7,7 +7,6 @@ whole: a node's workers share its process group.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -15,17 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-PR_SET_PDEATHSIG = 1
-_libc = ctypes.CDLL(None, use_errno=True)
-_prctl = _libc.prctl
-_prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-
-
-def _child_setup(parent_pid: int) -> None:
-    """Runs in the child between fork and exec: die with the parent."""
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent_pid:
-        os._exit(1)
+from cluster.core.procs import die_with_this_process
 
 
 @dataclass
@@ -39,12 +28,11 @@ class Proc:
 
 def spawn(argv: Sequence[str], cwd: Path, log_path: Path, env: dict[str, str]) -> Proc:
     """Start ``argv`` as the leader of a new process group; stderr goes to ``log_path``."""
-    parent = os.getpid()
     with open(log_path, "ab", buffering=0) as log:
         popen = subprocess.Popen(
             list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=log, close_fds=True,
-            process_group=0, preexec_fn=lambda: _child_setup(parent))
+            process_group=0, preexec_fn=die_with_this_process())
     assert popen.stdout is not None
     fd = popen.stdout.fileno()
     os.set_blocking(fd, False)

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import zmq
 
-from cluster.errors import ConfigError
+from cluster.core.errors import ConfigError
 
 MAX_REQUEST = 65536
 MAX_PER_WAKE = 64

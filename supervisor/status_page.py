@@ -23,8 +23,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from cluster.config import ClusterConfig
-from cluster.errors import ConfigError
+from cluster.core.config import ClusterConfig
+from cluster.core.errors import ConfigError
 from supervisor.child import Child
 from supervisor.metrics import CONTENT_TYPE, SupervisorMetrics
 from supervisor.status_board import StatusBoard

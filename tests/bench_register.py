@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from cluster.client.bench_fanout import spawned_nodes
-from cluster.protocol import bodies
-from cluster.protocol.codes import ResponseCode
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import encode_command
+from cluster.core.protocol import bodies
+from cluster.core.protocol.codes import ResponseCode
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import encode_command
 from state import nsconfig
 from state.store import Store
 from worker.context import NodeContext

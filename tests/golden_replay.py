@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from cluster.protocol import bodies
-from cluster.protocol.codes import SerializeType
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import decode_frame
-from cluster.protocol.lenient import loads_lenient, quote_bare_keys
+from cluster.core.protocol import bodies
+from cluster.core.protocol.codes import SerializeType
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import decode_frame
+from cluster.core.protocol.lenient import loads_lenient, quote_bare_keys
 from tests.unit.test_processors import request
 
 GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "reference" / "java-4.9.7-golden"

@@ -16,8 +16,8 @@ from typing import TypeVar
 
 import psutil
 
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import FrameReader, decode_command, encode_command
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import FrameReader, decode_command, encode_command
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ other request must be signed too. The checks follow RocketMQ 4.9's
 3. a remote address in that account's ``whiteRemoteAddress`` passes (as in RocketMQ,
    also for admin operations);
 4. the ``Signature`` must be the one the account's secret key gives
-   (``cluster.protocol.acl``);
+   (``cluster.core.protocol.acl``);
 5. an admin operation needs an admin account.
 
 Anything else is refused with NO_PERMISSION and a remark saying what was missing
@@ -30,9 +30,9 @@ from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 
-from cluster.protocol import acl
-from cluster.protocol.codes import RequestCode
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol import acl
+from cluster.core.protocol.codes import RequestCode
+from cluster.core.protocol.command import RemotingCommand
 from state import nsconfig
 from state.store import Store
 from worker.acl_accounts import Accounts, AclFileError, parse_accounts

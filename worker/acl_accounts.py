@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from cluster.protocol.acl import KEY_MIN_LENGTH
+from cluster.core.protocol.acl import KEY_MIN_LENGTH
 from worker.acl_addresses import Matcher, PatternError, compile_pattern
 
 

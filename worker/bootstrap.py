@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cluster.errors import UserError
+from cluster.core.errors import UserError
 from state.kvconfig import KVConfigError, load_into
 from state.store import Store
 from worker.settings import NodeSettings

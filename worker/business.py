@@ -19,9 +19,9 @@ from pathlib import Path
 
 import zmq
 
-from cluster.protocol.codes import ResponseCode
-from cluster.protocol.command import RemotingCommand, response_to
-from cluster.protocol.frame import FrameError, decode_command, encode_command
+from cluster.core.protocol.codes import ResponseCode
+from cluster.core.protocol.command import RemotingCommand, response_to
+from cluster.core.protocol.frame import FrameError, decode_command, encode_command
 from worker import wire
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics
 from worker.processors import handle, on_channel_destroy
@@ -157,7 +157,7 @@ class BusinessWorker:
 
 def _system_error(cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
     """As in 4.9, a failure reply comes from the remoting layer: JSON whatever the request."""
-    from cluster.protocol.codes import SerializeType
+    from cluster.core.protocol.codes import SerializeType
 
     reply = response_to(cmd, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
     reply.serialize_type = SerializeType.JSON

@@ -28,9 +28,10 @@ from pathlib import Path
 
 import zmq
 
-from cluster.protocol.codes import ResponseCode
-from cluster.protocol.command import response_to
-from cluster.protocol.frame import (
+from cluster.core.procs import stopped_or_gone
+from cluster.core.protocol.codes import ResponseCode
+from cluster.core.protocol.command import response_to
+from cluster.core.protocol.frame import (
     FrameError,
     FrameReader,
     FrameTooLarge,
@@ -42,7 +43,7 @@ from worker import limits, tls, wire
 from worker.dispatch import ROUTE_CODE as ROUTE
 from worker.dispatch import Dispatcher, Peer, is_route_read
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code, reply_code
-from worker.procs import announce_ready, io_endpoint, start_worker_process, stopped_or_gone
+from worker.procs import announce_ready, io_endpoint, start_worker_process
 from worker.route_replies import RouteReplies, header_key, learnable
 
 log = logging.getLogger("pynamesrv.io")

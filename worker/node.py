@@ -21,7 +21,7 @@ from pathlib import Path
 
 import zmq
 
-from cluster.errors import UserError
+from cluster.core.errors import UserError
 from worker import tls, wire
 from worker.business import BusinessConfig
 from worker.business import run as run_business

@@ -14,11 +14,11 @@ from typing import Any
 
 import orjson
 
-from cluster.protocol import bodies, register_scan
-from cluster.protocol.codes import V4_9_4, RequestCode, ResponseCode, SerializeType
-from cluster.protocol.command import RemotingCommand, java_int, response_to
-from cluster.protocol.lenient import loads_lenient
-from cluster.protocol.properties import PropertiesError, parse_properties
+from cluster.core.protocol import bodies, register_scan
+from cluster.core.protocol.codes import V4_9_4, RequestCode, ResponseCode, SerializeType
+from cluster.core.protocol.command import RemotingCommand, java_int, response_to
+from cluster.core.protocol.lenient import loads_lenient
+from cluster.core.protocol.properties import PropertiesError, parse_properties
 from state import kvconfig, nsconfig, queries, route
 from state.snapshot import take_snapshot
 from worker.context import NodeContext

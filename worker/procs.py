@@ -2,37 +2,13 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
-_PR_SET_PDEATHSIG = 1
-_PR_SET_NAME = 15
-
-
-def set_process_name(name: str) -> None:
-    """Set the kernel's short process name (``ps -o comm``, psutil ``name()``), 15 bytes max."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
-
-
-def exit_with_parent(sig: int = signal.SIGKILL, parent: int | None = None) -> None:
-    """Ask the kernel to send ``sig`` when the parent dies.
-
-    With ``parent`` (the pid the caller expects as its parent), exit at once if
-    the parent is already gone, closing the race before prctl took effect.
-    """
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    if parent is not None and os.getppid() != parent:
-        os._exit(1)
+from cluster.core.procs import alive, exit_with_parent, set_process_name
 
 
 def run_dir(name: str, pid: int) -> Path:
@@ -51,33 +27,10 @@ def sweep_stale(base: Path) -> int:
     removed = 0
     for entry in base.glob("*-*") if base.is_dir() else []:
         pid = entry.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not alive(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
             removed += 1
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def stopped_or_gone(pid: int) -> bool:
-    """True when process ``pid`` is stopped (SIGSTOP, tracing stop), a zombie, or gone.
-
-    A running, sleeping or CPU-starved process is none of these: it is slow, not lost.
-    """
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return True
-    end = stat.rfind(b")")  # the command name may itself contain ") "
-    return stat[end + 2 : end + 3] in (b"T", b"t", b"Z", b"X")
 
 
 def io_endpoint(run: Path, index: int) -> str:

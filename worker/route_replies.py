@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from cluster.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode, SerializeType
-from cluster.protocol.frame import FrameError, decode_command
+from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode, SerializeType
+from cluster.core.protocol.frame import FrameError, decode_command
 
 MAX_BYTES = 96 << 20  # templates kept per I/O worker: the 40,000 routes of the mixed layout fit
 _PREFIX = struct.Struct(">iI")

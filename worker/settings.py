@@ -1,6 +1,6 @@
 """Settings of one node: schema defaults < the ``--config`` properties file < CLI options.
 
-Keys, types, defaults and ranges come from ``cluster.settings_schema``. ``NodeSettings``
+Keys, types, defaults and ranges come from ``cluster.core.settings_schema``. ``NodeSettings``
 holds what the node's processes need at start (one attribute per schema setting with an
 ``attr``); ``config`` holds the text of every key for the shared runtime config, which
 the request processors and the controller read at each use.
@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster.errors import ConfigError
-from cluster.settings_schema import BY_KEY, SETTINGS, Kind, Value, parse_or_fail
+from cluster.core.errors import ConfigError
+from cluster.core.settings_schema import BY_KEY, SETTINGS, Kind, Value, parse_or_fail
 
 INSTALL_DIR = Path(__file__).resolve().parent.parent
 
@@ -57,7 +57,7 @@ class NodeSettings:
 
 
 def _read_properties(path: Path) -> dict[str, str]:
-    from cluster.protocol.properties import PropertiesError, parse_properties
+    from cluster.core.protocol.properties import PropertiesError, parse_properties
 
     try:
         text = path.read_text(encoding="utf-8")

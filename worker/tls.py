@@ -14,7 +14,7 @@ import ssl
 from collections.abc import Callable
 from pathlib import Path
 
-from cluster.errors import ConfigError
+from cluster.core.errors import ConfigError
 from worker import limits
 
 DISABLED, PERMISSIVE, ENFORCING = "disabled", "permissive", "enforcing"

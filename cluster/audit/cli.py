@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from cluster.audit.collector import CollectPlan, Target, TerminalProgress, collect
 from cluster.audit.rows import BoundInputs
 from cluster.client.targets import add_source_args, resolve_args
-from cluster.errors import UserError
+from cluster.core.errors import UserError
 
 if TYPE_CHECKING:
     from cluster.audit.inputs import BadInput

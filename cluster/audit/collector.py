@@ -29,10 +29,10 @@ from cluster.audit.rows import (
     observed_rows,
     rows_file_name,
 )
-from cluster.errors import UserError
-from cluster.protocol.codes import DEFAULT_MAX_FRAME, RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import FrameError, check_total, decode_command, encode_command
+from cluster.core.errors import UserError
+from cluster.core.protocol.codes import DEFAULT_MAX_FRAME, RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import FrameError, check_total, decode_command, encode_command
 
 _I32 = struct.Struct(">i")
 _opaques = itertools.count(1)

@@ -23,7 +23,7 @@ from pyspark.sql.types import (
 from pyspark.sql.utils import AnalysisException
 
 from cluster.audit.rows import MANIFEST_NAME, ROWS_PREFIX, ROWS_SUFFIX, Manifest
-from cluster.errors import UserError
+from cluster.core.errors import UserError
 
 CORRUPT = "_corrupt"
 ROW_SCHEMA = StructType([

@@ -11,10 +11,10 @@ import socket
 import struct
 import sys
 
-from cluster.protocol import bodies
-from cluster.protocol.codes import ResponseCode
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import encode_command
+from cluster.core.protocol import bodies
+from cluster.core.protocol.codes import ResponseCode
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import encode_command
 
 _OPAQUE = re.compile(rb'"opaque":(-?\d+)')
 _I32 = struct.Struct(">i")

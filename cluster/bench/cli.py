@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cluster.bench.runner import find_rmqload, measure
 from cluster.bench.workloads import DEFAULT, WORKLOADS
-from cluster.errors import UserError
+from cluster.core.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cluster.bench.sampler import TreeSampler
 from cluster.bench.workloads import Workload, summary
-from cluster.errors import UserError
+from cluster.core.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 RMQLOAD_SRC = ROOT.parent / "shared" / "tools" / "rmqload"

@@ -15,8 +15,8 @@ from cluster.chaos.history import read_history
 from cluster.chaos.load_plan import DEFAULT_BROKERS, DEFAULT_READS, DEFAULT_TOPICS, LoadPlan
 from cluster.chaos.runner import ChaosOptions, run_chaos, timing_for
 from cluster.chaos.schedule import SCENARIOS, build_schedule
-from cluster.config import ClusterConfig, load_cluster
-from cluster.errors import UserError
+from cluster.core.config import ClusterConfig, load_cluster
+from cluster.core.errors import UserError
 
 
 def _duration(text: str) -> float:

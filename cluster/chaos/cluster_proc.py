@@ -8,7 +8,6 @@ remembers every process seen under it so the run can prove none is left.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -20,21 +19,12 @@ from typing import Any
 
 import psutil
 
-from cluster.config import ClusterConfig
-from cluster.control import ControlClient, ControlUnavailable
-from cluster.errors import UserError
+from cluster.core.config import ClusterConfig
+from cluster.core.errors import UserError
+from cluster.core.procs import die_with_this_process
+from supervisor.control_client import ControlClient, ControlUnavailable
 
-PR_SET_PDEATHSIG = 1
 POLL_S = 0.1
-
-
-def die_with_parent(parent: int) -> Callable[[], None]:
-    def setup() -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(1)
-    return setup
 
 
 def control_answers(addr: str, timeout: float = 0.5) -> bool:
@@ -68,7 +58,7 @@ class ClusterProcess:
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                process_group=0, preexec_fn=die_with_parent(os.getpid()))
+                process_group=0, preexec_fn=die_with_this_process())
 
     def exited(self) -> bool:
         return self.proc is None or self.proc.poll() is not None

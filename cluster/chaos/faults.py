@@ -24,7 +24,7 @@ from cluster.chaos.schedule import FaultEvent
 from cluster.chaos.workload import Workload
 from cluster.client.errors import ClientError
 from cluster.client.nsclient import NameServerClient
-from cluster.control import ControlClient
+from supervisor.control_client import ControlClient
 
 POLL_S = 0.1
 WORKER_PREFIX = {"io": "pns-io-", "business": "pns-biz-"}

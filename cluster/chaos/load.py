@@ -12,7 +12,6 @@ and ``load_wrong`` records of process ``load``. The load process reports
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import sys
 import threading
@@ -23,9 +22,9 @@ from typing import IO, Any
 
 import orjson
 
-from cluster.chaos.cluster_proc import die_with_parent
 from cluster.chaos.history import HistoryWriter
 from cluster.chaos.load_plan import LoadPlan
+from cluster.core.procs import die_with_this_process
 
 LOAD = "load"
 SPEC_NAME = "load-spec.json"
@@ -61,7 +60,7 @@ class LoadProcess:
         with (self.out_dir / LOG_NAME).open("ab") as log:
             self.proc = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                process_group=0, preexec_fn=die_with_parent(os.getpid()))
+                process_group=0, preexec_fn=die_with_this_process())
         assert self.proc.stdout is not None
         self._thread = threading.Thread(target=self._read, args=(self.proc.stdout,),
                                         name="chaos-load-reader", daemon=True)

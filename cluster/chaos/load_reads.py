@@ -34,9 +34,9 @@ import orjson
 from cluster.chaos.load_plan import VERIFY_EVERY, WINDOW, LoadPlan
 from cluster.chaos.load_stats import ReadCounters
 from cluster.client.connection import parse_addr
-from cluster.protocol.codes import RequestCode
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import FrameError, FrameReader, encode_command
+from cluster.core.protocol.codes import RequestCode
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import FrameError, FrameReader, encode_command
 
 OPAQUE_BASE = 1_000_000_000  # opaques stay ten digits: BASE .. 2*BASE-1 (< 2**31)
 _SENTINEL = b"1999999999"

@@ -37,8 +37,8 @@ from cluster.chaos.report_html import write_report
 from cluster.chaos.schedule import FaultEvent, Schedule, Timing, build_schedule
 from cluster.chaos.workload import Workload, WorkloadOptions
 from cluster.client.nsclient import NameServerClient
-from cluster.config import ClusterConfig, load_cluster
-from cluster.control import ControlClient
+from cluster.core.config import ClusterConfig, load_cluster
+from supervisor.control_client import ControlClient
 
 PROGRESS_EVERY_S = 10.0
 SAMPLE_EVERY_S = 1.0

@@ -28,7 +28,7 @@ from cluster.client.errors import CallTimeout, ClientError, RemoteError
 from cluster.client.fanout import FanoutResult, NodeOutcome, Status
 from cluster.client.heartbeat import UNCHANGED
 from cluster.client.nsclient import NameServerClient
-from cluster.protocol.codes import ResponseCode
+from cluster.core.protocol.codes import ResponseCode
 
 KV_NAMESPACE = "CHAOS"
 ROUTE_TOPIC = "SimTopic-0"

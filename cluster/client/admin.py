@@ -27,7 +27,7 @@ from cluster.client.errors import ClientError
 from cluster.client.fanout import FanoutResult, NodeOutcome
 from cluster.client.nsclient import NameServerClient
 from cluster.client.targets import add_source_args, resolve_args
-from cluster.errors import UserError
+from cluster.core.errors import UserError
 
 Verb = Callable[[NameServerClient, argparse.Namespace], int]
 Lines = Callable[[str, Any], list[str]]

@@ -13,10 +13,10 @@ from typing import Any
 
 from cluster.client.fanout import FanoutResult, Status, decode_body, expect_success
 from cluster.client.nsclient import NameServerClient, _properties
-from cluster.protocol import bodies
-from cluster.protocol.codes import RequestCode
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.lenient import loads_lenient
+from cluster.core.protocol import bodies
+from cluster.core.protocol.codes import RequestCode
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.lenient import loads_lenient
 
 # A broker request code (RequestCode.GET_BROKER_RUNTIME_INFO in Java); nodes never see it.
 GET_BROKER_RUNTIME_INFO = 28

@@ -37,7 +37,7 @@ from cluster.client.heartbeat import (
     UNCHANGED,
     HeartbeatLoop,
 )
-from cluster.protocol.acl import Credentials
+from cluster.core.protocol.acl import Credentials
 
 PERM_READ_WRITE = 6
 MAX_SLAVES = 4

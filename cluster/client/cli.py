@@ -21,7 +21,7 @@ from cluster.client.credentials import credentials_from_args
 from cluster.client.fanout import CLIENT_VERSION
 from cluster.client.heartbeat import MAX_PERIOD, MIN_PERIOD
 from cluster.client.targets import NodeSet, resolve_args
-from cluster.errors import UserError
+from cluster.core.errors import UserError
 
 # --------------------------------------------------------------- broker-sim
 

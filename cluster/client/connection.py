@@ -27,10 +27,10 @@ from cluster.client.errors import (
     ConnectionLost,
     ProtocolError,
 )
-from cluster.protocol.acl import Credentials, sign
-from cluster.protocol.codes import DEFAULT_MAX_FRAME
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import FrameReader, decode_command, encode_command
+from cluster.core.protocol.acl import Credentials, sign
+from cluster.core.protocol.codes import DEFAULT_MAX_FRAME
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import FrameReader, decode_command, encode_command
 
 T = TypeVar("T")
 

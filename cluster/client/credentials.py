@@ -2,7 +2,7 @@
 environment (``PYNAMESRV_ACCESS_KEY``, ``PYNAMESRV_SECRET_KEY``).
 
 With credentials every request a tool sends is signed (RocketMQ ACL 1.0,
-``cluster.protocol.acl``). The environment keeps the secret out of ``ps``.
+``cluster.core.protocol.acl``). The environment keeps the secret out of ``ps``.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from cluster.errors import UserError
-from cluster.protocol.acl import Credentials
+from cluster.core.errors import UserError
+from cluster.core.protocol.acl import Credentials
 
 ACCESS_KEY_ENV = "PYNAMESRV_ACCESS_KEY"
 SECRET_KEY_ENV = "PYNAMESRV_SECRET_KEY"

@@ -17,10 +17,10 @@ from typing import Any
 
 from cluster.client.connection import ConnectionPool, IoLoop, split_addrs
 from cluster.client.errors import CallTimeout, ClientError, ProtocolError, RemoteError
-from cluster.protocol import bodies
-from cluster.protocol.acl import Credentials
-from cluster.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol import bodies
+from cluster.core.protocol.acl import Credentials
+from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
 
 CLIENT_VERSION = 409
 REGISTER_TIMEOUT = 6.0  # registerBrokerTimeoutMills (4.9)

@@ -27,11 +27,11 @@ from cluster.client.fanout import (
     expect_success,
     fanout_frame,
 )
-from cluster.protocol import bodies
-from cluster.protocol.acl import Credentials
-from cluster.protocol.codes import RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.properties import format_properties, parse_properties
+from cluster.core.protocol import bodies
+from cluster.core.protocol.acl import Credentials
+from cluster.core.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.properties import format_properties, parse_properties
 
 DEFAULT_TIMEOUT = 3.0  # mqClientApiTimeout
 

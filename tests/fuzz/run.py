@@ -4,7 +4,7 @@
 
 The starting corpus is every captured frame (``../shared``) in each input kind of
 :func:`tests.fuzz.targets.run_input`, plus synthetic frames and bodies. With atheris
-installed the inputs come from libFuzzer, guided by coverage of ``cluster.protocol``
+installed the inputs come from libFuzzer, guided by coverage of ``cluster.core.protocol``
 and ``decode_member_group``; without it, from a seeded random mutator (no coverage).
 One process does the fuzzing (a child, because libFuzzer exits the process when it is
 done); this one prints the summary. Every input on which a decoder raised anything but
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-INSTRUMENTED = ["cluster.protocol", "cluster.client.admin_requests"]
+INSTRUMENTED = ["cluster.core.protocol", "cluster.client.admin_requests"]
 PER_SIGNATURE = 5  # inputs saved per distinct crash
 DICTIONARY = (
     '"{"', '"}"', '"["', '"]"', '":"', '","', '"\\""', "\"'\"", '"\\\\u"', '"\\\\"',
@@ -87,11 +87,11 @@ def child_atheris(crash_dir: Path, libfuzzer_args: list[str]) -> None:
 
     with atheris.instrument_imports(include=INSTRUMENTED):
         import cluster.client.admin_requests  # noqa: F401
-        import cluster.protocol.bodies  # noqa: F401
-        import cluster.protocol.fastjson  # noqa: F401
-        import cluster.protocol.frame  # noqa: F401
-        import cluster.protocol.lenient  # noqa: F401
-        import cluster.protocol.properties  # noqa: F401
+        import cluster.core.protocol.bodies  # noqa: F401
+        import cluster.core.protocol.fastjson  # noqa: F401
+        import cluster.core.protocol.frame  # noqa: F401
+        import cluster.core.protocol.lenient  # noqa: F401
+        import cluster.core.protocol.properties  # noqa: F401
     target = _checked(CrashLog(crash_dir))
     atheris.Setup([sys.argv[0], *libfuzzer_args], target)
     atheris.Fuzz()

@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from cluster.protocol import bodies
-from cluster.protocol.codes import LANGUAGES, SerializeType
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol import bodies
+from cluster.core.protocol.codes import LANGUAGES, SerializeType
+from cluster.core.protocol.command import RemotingCommand
 
 INT16 = st.integers(-(2**15), 2**15 - 1)
 INT32 = st.integers(-(2**31), 2**31 - 1)

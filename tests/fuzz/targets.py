@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from cluster.client.admin_requests import decode_member_group
-from cluster.protocol import bodies
-from cluster.protocol.bodies import BodyError
-from cluster.protocol.codes import LANGUAGES, SerializeType
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import (
+from cluster.core.protocol import bodies
+from cluster.core.protocol.bodies import BodyError
+from cluster.core.protocol.codes import LANGUAGES, SerializeType
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import (
     FrameError,
     FrameReader,
     decode_command,
@@ -33,8 +33,8 @@ from cluster.protocol.frame import (
     encode_command,
     split_frame,
 )
-from cluster.protocol.lenient import loads_lenient
-from cluster.protocol.properties import PropertiesError, parse_properties
+from cluster.core.protocol.lenient import loads_lenient
+from cluster.core.protocol.properties import PropertiesError, parse_properties
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"

@@ -23,9 +23,9 @@ from typing import IO
 import psutil
 import pytest
 
-from cluster.protocol import bodies
-from cluster.protocol.codes import RequestCode, ResponseCode, SerializeType
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol import bodies
+from cluster.core.protocol.codes import RequestCode, ResponseCode, SerializeType
+from cluster.core.protocol.command import RemotingCommand
 from tests.conftest import Reaper
 from tests.fuzz import targets
 from tests.nodeproc import ROOT, Conn, NodeProcess, _readline_with_deadline, poll_until

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cluster.protocol import bodies
-from cluster.protocol.frame import FrameError, FrameReader, decode_command
+from cluster.core.protocol import bodies
+from cluster.core.protocol.frame import FrameError, FrameReader, decode_command
 from tests.fuzz import targets
 from tests.fuzz.strategies import cuts, fuzz_settings
 

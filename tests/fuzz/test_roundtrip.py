@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cluster.client.admin_requests import decode_member_group
-from cluster.protocol import bodies, fastjson
-from cluster.protocol.codes import SerializeType
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import FrameReader, decode_command, decode_frame, encode_command
-from cluster.protocol.properties import format_properties, parse_properties
+from cluster.core.protocol import bodies, fastjson
+from cluster.core.protocol.codes import SerializeType
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import FrameReader, decode_command, decode_frame, encode_command
+from cluster.core.protocol.properties import format_properties, parse_properties
 from tests.fuzz.strategies import (
     BROKER_ADDRS,
     BROKER_DATA,

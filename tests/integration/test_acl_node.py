@@ -1,7 +1,7 @@
 """ACL on a real node: unsigned writes refused, signed ones applied, reads open, reloads live.
 
 The clients are the project's own (raw frames, ``BrokerOuterAPI``, the ``pynamesrv``
-admin verbs), all signing through ``cluster.protocol.acl``.
+admin verbs), all signing through ``cluster.core.protocol.acl``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import pytest
 
 from cluster.client.errors import RemoteError
 from cluster.client.fanout import BrokerIdentity, BrokerOuterAPI, RegisterPayload, Status
-from cluster.protocol import acl
-from cluster.protocol.codes import RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol import acl
+from cluster.core.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
 from tests.integration.test_node import register, route
 from tests.nodeproc import PYNAMESRV, Conn, NodeProcess, poll_until
 from worker.acl import RECHECK_S

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from cluster.cli import main
+from cluster.cli.main import main
 from cluster.client.errors import RemoteError
 from cluster.client.nsclient import NameServerClient
-from cluster.protocol.codes import RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
 from tests.integration.test_audit_e2e import BROKER, TOPIC_BODY
 from tests.nodeproc import Conn, NodeProcess, poll_until
 

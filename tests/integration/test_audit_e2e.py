@@ -14,9 +14,9 @@ import pytest
 
 from cluster.audit.collector import CollectPlan, RoundResult, Target, collect
 from cluster.audit.rows import BoundInputs
-from cluster.cli import main
-from cluster.protocol.codes import RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand
+from cluster.cli.main import main
+from cluster.core.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
 from tests.nodeproc import Conn, NodeProcess, poll_until
 
 pyspark = pytest.importorskip("pyspark")

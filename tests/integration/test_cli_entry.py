@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from cluster.cli import build_parser, parse
+from cluster.cli.main import build_parser, parse
 from tests.nodeproc import PYNAMESRV, ROOT
 
 pytestmark = pytest.mark.integration

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cluster.protocol.codes import FLAG_ONEWAY
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol.codes import FLAG_ONEWAY
+from cluster.core.protocol.command import RemotingCommand
 from tests.golden_replay import needs_golden, replay_all
 from tests.nodeproc import Conn, NodeProcess
 

@@ -14,9 +14,9 @@ import orjson
 import psutil
 import pytest
 
-from cluster.protocol.codes import RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import encode_command
+from cluster.core.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import encode_command
 from tests.integration.test_node import BROKER, register
 from tests.nodeproc import Conn, NodeProcess, poll_until
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from cluster.protocol.codes import FLAG_ONEWAY, ResponseCode
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol.codes import FLAG_ONEWAY, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
 from tests.integration.test_node import kv_put, register, route
 from tests.nodeproc import Conn, NodeProcess, free_port, poll_until
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from cluster.protocol.codes import RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.properties import parse_properties
-from cluster.settings_schema import SETTINGS
+from cluster.core.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.properties import parse_properties
+from cluster.core.settings_schema import SETTINGS
 from tests.integration.test_node import register, route
 from tests.nodeproc import Conn, NodeProcess, poll_until
 from tests.unit.test_state_nsconfig import JAVA_4_9_8_KEYS

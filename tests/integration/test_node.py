@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from cluster.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode, SerializeType
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode, SerializeType
+from cluster.core.protocol.command import RemotingCommand
 from tests.nodeproc import ROOT, Conn, NodeProcess, free_port, poll_until
 
 pytestmark = pytest.mark.integration

@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from cluster.protocol.codes import RequestCode, ResponseCode, SerializeType
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol.codes import RequestCode, ResponseCode, SerializeType
+from cluster.core.protocol.command import RemotingCommand
 from tests.nodeproc import Conn, NodeProcess
 
 pytestmark = pytest.mark.integration

@@ -21,7 +21,7 @@ import orjson
 import pytest
 
 from cluster.client.fanout import BrokerIdentity, BrokerOuterAPI, RegisterPayload
-from cluster.control import ControlClient, ControlUnavailable
+from supervisor.control_client import ControlClient, ControlUnavailable
 from tests.browser import Browser, open_browser
 from tests.conftest import Reaper
 from tests.nodeproc import ROOT, free_port, poll_until

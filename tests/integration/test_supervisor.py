@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 import zmq
 
-from cluster.control import ControlClient, ControlUnavailable
-from cluster.protocol.codes import RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
+from supervisor.control_client import ControlClient, ControlUnavailable
 from tests.conftest import Reaper, group_members
 from tests.nodeproc import ROOT, Conn, free_port, poll_until
 

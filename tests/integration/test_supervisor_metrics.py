@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from cluster.control import ControlClient, ControlUnavailable
+from supervisor.control_client import ControlClient, ControlUnavailable
 from tests.conftest import Reaper
 from tests.nodeproc import free_port, poll_until
 

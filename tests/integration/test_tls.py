@@ -16,8 +16,8 @@ import pytest
 from cluster.client.connection import ConnectionPool, IoLoop, tls_client_context
 from cluster.client.errors import ConnectError
 from cluster.client.nsclient import NameServerClient
-from cluster.protocol.codes import RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
 from tests.nodeproc import Conn, NodeProcess, free_port
 
 pytestmark = [pytest.mark.integration,

@@ -26,8 +26,8 @@ from typing import Any
 import psutil
 
 from cluster.client.nsclient import NameServerClient
-from cluster.protocol.codes import RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
 from tests.conftest import Reaper
 from tests.javaproc import JavaBroker, free_broker_port, mqadmin
 from tests.nodeproc import Conn, free_port, poll_until

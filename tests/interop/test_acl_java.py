@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cluster.protocol.codes import RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
 from tests.integration.test_node import register
 from tests.javaproc import (
     JAVA_ROCKETMQ,

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cluster.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.codes import RequestCode, ResponseCode
 from tests.java_diff.normalize import canonical
 from tests.java_diff.sides import Outcome, Step
 

@@ -6,9 +6,9 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from cluster.protocol import bodies
-from cluster.protocol.codes import FLAG_ONEWAY, RequestCode, SerializeType
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol import bodies
+from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, SerializeType
+from cluster.core.protocol.command import RemotingCommand
 
 RQ = RequestCode
 JSON, BINARY = SerializeType.JSON, SerializeType.ROCKETMQ

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct
 
-from cluster.protocol.codes import SerializeType
+from cluster.core.protocol.codes import SerializeType
 from tests.java_diff.sides import Step
 
 OPAQUE = 424242

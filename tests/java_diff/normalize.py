@@ -16,7 +16,7 @@ import re
 import time
 from typing import Any
 
-from cluster.protocol.codes import SerializeType
+from cluster.core.protocol.codes import SerializeType
 from tests.java_diff.sides import Outcome
 
 BARE = "\u00b7bare\u00b7"  # prefix marking a key written without quotes

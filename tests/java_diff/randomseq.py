@@ -20,7 +20,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from cluster.protocol.codes import SerializeType
+from cluster.core.protocol.codes import SerializeType
 from tests.java_diff import build as b
 from tests.java_diff.scenarios import contains
 from tests.java_diff.sides import Step

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cluster.protocol import bodies
-from cluster.protocol.codes import SerializeType
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol import bodies
+from cluster.core.protocol.codes import SerializeType
+from cluster.core.protocol.command import RemotingCommand
 from tests.java_diff import build as b
 from tests.java_diff.allowlist import BAD_CONFIG_VALUE, SEVERAL_BROKERS
 from tests.java_diff.sides import Step

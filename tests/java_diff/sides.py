@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from cluster.protocol.codes import FLAG_ONEWAY, RequestCode
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import FrameError, FrameReader, decode_command, encode_command
+from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import FrameError, FrameReader, decode_command, encode_command
 
 REPLY_TIMEOUT_S = 20.0  # generous: two cores shared with other test runs
 STRAGGLER_S = 0.15  # after a probe's reply, how long a late reply to the step may take

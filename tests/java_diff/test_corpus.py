@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from cluster.protocol.codes import SerializeType
+from cluster.core.protocol.codes import SerializeType
 from tests.java_diff import malformed, scenarios
 from tests.java_diff.marks import JAVA
 from tests.java_diff.pair import Pair

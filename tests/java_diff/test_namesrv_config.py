@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from cluster.protocol.codes import RequestCode
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.properties import parse_properties
+from cluster.core.protocol.codes import RequestCode
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.properties import parse_properties
 from tests.javaproc import JAVA_ROCKETMQ, JavaNamesrv, java_rocketmq_missing
 from tests.nodeproc import Conn, NodeProcess, free_port
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cluster.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
 from tests.conftest import Reaper
 from tests.integration.test_node import kv_get, kv_put, register, route
 from tests.nodeproc import Conn, ShellStartedNode

@@ -16,7 +16,7 @@ from cluster.audit.job import analyse
 from cluster.audit.rows import BoundInputs, Manifest, NodeRef, rows_file_name, status_row
 from cluster.audit.session import DRIVER_MEMORY_ENV, session_conf
 from cluster.audit.verdict import decide
-from cluster.cli import main
+from cluster.cli.main import main
 
 pytestmark = pytest.mark.spark
 

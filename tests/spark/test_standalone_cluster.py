@@ -13,7 +13,7 @@ import orjson
 import pytest
 from pyspark.sql import SparkSession
 
-from cluster.cli import main
+from cluster.cli.main import main
 from tests.conftest import Reaper
 from tests.nodeproc import ROOT
 from tests.spark.standalone import SparkStandalone

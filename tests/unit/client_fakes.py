@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cluster.client.connection import IoLoop
-from cluster.protocol.codes import FLAG_RESPONSE
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import FrameReader, decode_command, encode_command
+from cluster.core.protocol.codes import FLAG_RESPONSE
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import FrameReader, decode_command, encode_command
 
 CLOSE = "close"
 

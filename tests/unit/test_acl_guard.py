@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cluster.protocol import acl
-from cluster.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol import acl
+from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
 from state import nsconfig
 from state.store import Store
 from tests.javaproc import JAVA_ROCKETMQ

@@ -1,4 +1,4 @@
-"""RocketMQ ACL 1.0 signing (cluster.protocol.acl) against requests real clients signed.
+"""RocketMQ ACL 1.0 signing (cluster.core.protocol.acl) against requests real clients signed.
 
 The two mqadmin frames were sent by the real mqadmin 4.9.8 of ../shared/java-rocketmq,
 signing with its conf/tools.yml (accessKey rocketmq2, secretKey 12345678), to a
@@ -23,10 +23,10 @@ from cluster.client.credentials import (
     add_credential_args,
     credentials_from_args,
 )
-from cluster.errors import UserError
-from cluster.protocol import acl
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import decode_command
+from cluster.core.errors import UserError
+from cluster.core.protocol import acl
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import decode_command
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 TOOLS = acl.Credentials("rocketmq2", "12345678")  # ../shared/java-rocketmq/conf/tools.yml

@@ -11,11 +11,11 @@ import orjson
 import pytest
 
 from cluster.audit.collector import EVERY_ROUNDS, RoundResult, TerminalProgress
-from cluster.cli import main
+from cluster.cli.main import main
 from cluster.client.targets import NAMESRV_ENV, parse_namesrv, resolve
-from cluster.errors import UserError
-from cluster.protocol.codes import RequestCode
-from cluster.protocol.command import RemotingCommand
+from cluster.core.errors import UserError
+from cluster.core.protocol.codes import RequestCode
+from cluster.core.protocol.command import RemotingCommand
 from tests.unit.client_fakes import FakeNameServer, reply
 
 

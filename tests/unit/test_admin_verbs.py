@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from cluster.cli import main
-from cluster.protocol.codes import RequestCode
-from cluster.protocol.command import RemotingCommand
+from cluster.cli.main import main
+from cluster.core.protocol.codes import RequestCode
+from cluster.core.protocol.command import RemotingCommand
 from tests.unit.client_fakes import FakeNameServer, reply
 
 BROKER_STATS = b'{"table":{"brokerVersionDesc":"V4_9_8","putTps":"1.0 1.0 1.0"}}'

@@ -32,10 +32,10 @@ from cluster.audit.rows import (
     rows_file_name,
     status_row,
 )
-from cluster.errors import UserError
-from cluster.protocol.codes import RequestCode, ResponseCode
-from cluster.protocol.command import response_to
-from cluster.protocol.frame import FrameReader, decode_command, encode_command
+from cluster.core.errors import UserError
+from cluster.core.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.command import response_to
+from cluster.core.protocol.frame import FrameReader, decode_command, encode_command
 
 SNAPSHOT: dict[str, Any] = {
     "node": "n1", "seq": 17, "takenAt": 1700000000000,

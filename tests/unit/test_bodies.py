@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from cluster.protocol import bodies, fastjson
-from cluster.protocol.bodies import (
+from cluster.core.protocol import bodies, fastjson
+from cluster.core.protocol.bodies import (
     BodyError,
     RegisterBody,
     crc32_java,

@@ -18,7 +18,7 @@ from cluster.chaos.history import HistoryWriter, Op
 from cluster.chaos.workload import Workload, WorkloadOptions
 from cluster.client.errors import CallTimeout, ClientError
 from cluster.client.fanout import FanoutResult, NodeOutcome, Status
-from cluster.errors import UserError
+from cluster.core.errors import UserError
 from tests.unit.test_chaos_checkers import Run, results
 
 NODES = {"n1": "127.0.0.1:9876", "n2": "127.0.0.1:9877"}

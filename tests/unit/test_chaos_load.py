@@ -14,8 +14,8 @@ from cluster.chaos.load_plan import LoadPlan, load_observation
 from cluster.chaos.load_reads import OPAQUE_BASE, request_template
 from cluster.chaos.load_stats import BOUNDS, ReadCounters, merged
 from cluster.chaos.schedule import Timing
-from cluster.protocol.codes import RequestCode
-from cluster.protocol.frame import decode_frame
+from cluster.core.protocol.codes import RequestCode
+from cluster.core.protocol.frame import decode_frame
 
 PLAN = LoadPlan(heartbeat_s=30.0)
 SMALL = LoadPlan(brokers=4, topics_per_broker=3, heartbeat_s=2.0, reads_per_s=100.0,

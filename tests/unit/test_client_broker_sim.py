@@ -14,7 +14,7 @@ from cluster.client.broker_sim import (
     broker_identity,
     every,
 )
-from cluster.protocol.codes import RequestCode
+from cluster.core.protocol.codes import RequestCode
 from tests.nodeproc import poll_until
 from tests.unit.client_fakes import FakeNameServer
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from cluster.client import cli
-from cluster.protocol.codes import RequestCode
+from cluster.core.protocol.codes import RequestCode
 from tests.unit.client_fakes import FakeNameServer
 from tests.unit.test_client_nsclient import namesrv
 

@@ -18,8 +18,8 @@ from cluster.client.errors import (
     ConnectionLost,
     ProtocolError,
 )
-from cluster.protocol.codes import FLAG_ONEWAY
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol.codes import FLAG_ONEWAY
+from cluster.core.protocol.command import RemotingCommand
 from tests.nodeproc import poll_until
 from tests.unit.client_fakes import CLOSE, Delay, FakeNameServer, reply
 
@@ -121,7 +121,7 @@ def test_unknown_opaque_and_server_requests_are_ignored(pool: ConnectionPool) ->
     server_request = RemotingCommand(code=905, opaque=5)
 
     def handler(c: RemotingCommand) -> bytes:
-        from cluster.protocol.frame import encode_command
+        from cluster.core.protocol.frame import encode_command
 
         return encode_command(stray) + encode_command(server_request)
 

@@ -18,8 +18,8 @@ from cluster.client.fanout import (
     Status,
 )
 from cluster.client.heartbeat import HeartbeatLoop, clamp_period
-from cluster.protocol.codes import RequestCode
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol.codes import RequestCode
+from cluster.core.protocol.command import RemotingCommand
 from tests.nodeproc import poll_until
 from tests.unit.client_fakes import CLOSE, Delay, FakeNameServer, reply
 

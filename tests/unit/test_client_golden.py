@@ -26,8 +26,8 @@ from cluster.client.fanout import (
     register_command,
     unregister_command,
 )
-from cluster.protocol.codes import FLAG_ONEWAY
-from cluster.protocol.frame import decode_frame, encode_command
+from cluster.core.protocol.codes import FLAG_ONEWAY
+from cluster.core.protocol.frame import decode_frame, encode_command
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 GOLDEN = SHARED / "reference" / "java-4.9.7-golden"

@@ -13,8 +13,8 @@ import pytest
 from cluster.client.errors import CallTimeout, ConnectError, ProtocolError, RemoteError
 from cluster.client.fanout import Status
 from cluster.client.nsclient import NameServerClient
-from cluster.protocol.codes import RequestCode
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol.codes import RequestCode
+from cluster.core.protocol.command import RemotingCommand
 from tests.unit.client_fakes import FakeNameServer, reply
 
 CLUSTER_INFO = (b'{"brokerAddrTable":{"broker-a":{"brokerAddrs":{0:"127.0.0.1:10911",'

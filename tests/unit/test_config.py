@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cluster.config import REPO_DEFAULT, load_cluster
-from cluster.errors import ConfigError
-from cluster.settings_schema import yaml_defaults
+from cluster.core.config import REPO_DEFAULT, load_cluster
+from cluster.core.errors import ConfigError
+from cluster.core.settings_schema import yaml_defaults
 from supervisor.nodefiles import node_properties, render_properties
 from tests.nodeproc import free_port
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cluster.protocol.codes import SerializeType
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.frame import encode_command
+from cluster.core.protocol.codes import SerializeType
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import encode_command
 from worker.dispatch import Dispatcher, is_route_read
 from worker.wire import LANE_ALL, LANE_READ
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol.command import RemotingCommand
 from state.store import Store
 from tests.golden_replay import BRIDGES, KNOWN_DIFFERENCES, entries, needs_golden, replay_all
 from tests.unit.test_processors import make_ctx

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from cluster.protocol.codes import SerializeType
-from cluster.protocol.command import java_int
-from cluster.protocol.frame import FrameError, decode_command, encode_command
-from cluster.protocol.lenient import loads_lenient
+from cluster.core.protocol.codes import SerializeType
+from cluster.core.protocol.command import java_int
+from cluster.core.protocol.frame import FrameError, decode_command, encode_command
+from cluster.core.protocol.lenient import loads_lenient
 from state.route import java_order
 from state.store import Store
 from tests.unit.test_processors import RC, C, body_json, call, register_request, request

@@ -5,9 +5,9 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from cluster.protocol.codes import FLAG_ONEWAY, SerializeType
-from cluster.protocol.command import RemotingCommand, response_to
-from cluster.protocol.frame import encode_command
+from cluster.core.protocol.codes import FLAG_ONEWAY, SerializeType
+from cluster.core.protocol.command import RemotingCommand, response_to
+from cluster.core.protocol.frame import encode_command
 from worker import wire
 from worker.metrics import (
     LATENCY_BOUNDS,

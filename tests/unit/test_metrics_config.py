@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cluster.config import REPO_DEFAULT, load_cluster
-from cluster.errors import ConfigError
-from cluster.settings_schema import BY_KEY
+from cluster.core.config import REPO_DEFAULT, load_cluster
+from cluster.core.errors import ConfigError
+from cluster.core.settings_schema import BY_KEY
 
 BASE = """\
 control: tcp://127.0.0.1:19870

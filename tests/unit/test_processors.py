@@ -8,10 +8,10 @@ from typing import Any
 
 import orjson
 
-from cluster.protocol import bodies
-from cluster.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.lenient import loads_lenient
+from cluster.core.protocol import bodies
+from cluster.core.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.lenient import loads_lenient
 from state import nsconfig
 from state.store import Store
 from worker.context import NodeContext

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster.protocol.properties import PropertiesError, format_properties, parse_properties
+from cluster.core.protocol.properties import PropertiesError, format_properties, parse_properties
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 GOLDEN = SHARED / "reference" / "java-4.9.7-golden"

@@ -11,10 +11,10 @@ from typing import Any
 import orjson
 import pytest
 
-from cluster.protocol import bodies, register_scan
-from cluster.protocol.bodies import BodyError
-from cluster.protocol.codes import ResponseCode
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol import bodies, register_scan
+from cluster.core.protocol.bodies import BodyError
+from cluster.core.protocol.codes import ResponseCode
+from cluster.core.protocol.command import RemotingCommand
 from state import route
 from state.store import APPLIED, APPLIED_QUEUES, Store
 from tests.unit.test_processors import call, make_ctx, register_request, request, route_request

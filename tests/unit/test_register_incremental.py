@@ -1,4 +1,4 @@
-"""Registrations read piece by piece (cluster.protocol.register_scan) leave exactly the state a
+"""Registrations read piece by piece (cluster.core.protocol.register_scan) leave exactly the state a
 full decode and a full apply leave: random sequences of registrations and topic-table edits
 run against two stores, one through ``handle()`` as served, the other with its applied
 records forgotten before every request (so each registration decodes its body whole and
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cluster.protocol import bodies, register_scan
+from cluster.core.protocol import bodies, register_scan
 from state import route
 from state.store import APPLIED_TABLES, TABLES, Store
 from tests.unit.test_processors import make_ctx, request

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cluster.protocol.codes import FLAG_ONEWAY, ResponseCode, SerializeType
-from cluster.protocol.command import RemotingCommand, response_to
-from cluster.protocol.frame import encode_command
+from cluster.core.protocol.codes import FLAG_ONEWAY, ResponseCode, SerializeType
+from cluster.core.protocol.command import RemotingCommand, response_to
+from cluster.core.protocol.frame import encode_command
 from worker.route_replies import RouteReplies, header_key, learnable, template_of
 
 STYPES = (SerializeType.JSON, SerializeType.ROCKETMQ)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from cluster.config import load_cluster
-from cluster.errors import ConfigError
-from cluster.settings_schema import (
+from cluster.core.config import load_cluster
+from cluster.core.errors import ConfigError
+from cluster.core.settings_schema import (
     SETTINGS,
     YAML_SETTINGS,
     Kind,
@@ -31,8 +31,8 @@ from worker.settings import NodeSettings, load_settings
 
 INTS = [s for s in SETTINGS if s.kind is Kind.INT]
 YAML_INTS = [s for s in INTS if s.yaml]
-GENERATED = re.compile(r"<!-- generated: python -m cluster\.settings_schema --markdown (\w+) -->\n"
-                       r"(.*?)<!-- end generated -->", re.S)
+GENERATED = re.compile(r"<!-- generated: python -m cluster\.core\.settings_schema "
+                       r"--markdown (\w+) -->\n(.*?)<!-- end generated -->", re.S)
 
 
 def ends(s: Setting) -> list[tuple[int, bool]]:

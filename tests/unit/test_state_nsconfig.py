@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cluster.protocol.codes import ResponseCode
-from cluster.protocol.properties import parse_properties
-from cluster.settings_schema import SETTINGS, Kind, Setting, Update
+from cluster.core.protocol.codes import ResponseCode
+from cluster.core.protocol.properties import parse_properties
+from cluster.core.settings_schema import SETTINGS, Kind, Setting, Update
 from state import nsconfig
 from state.store import Store
 

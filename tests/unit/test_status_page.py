@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 import pytest
 
-from cluster.config import load_cluster
-from cluster.errors import ConfigError
+from cluster.core.config import load_cluster
+from cluster.core.errors import ConfigError
 from supervisor.agreement import compare, counts
 from supervisor.node_snapshot import NotAnswering, fetch_snapshot
 from supervisor.report_finder import latest_reports

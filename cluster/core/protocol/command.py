@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cluster.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, SERVER_VERSION, SerializeType
+from cluster.core.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, SERVER_VERSION, SerializeType
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 _INT32_TEXT = re.compile(r"[+-]?[0-9]+")

@@ -7,20 +7,20 @@ subcommands and sets ``func`` (``Callable[[argparse.Namespace], int]``) on them.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
-from cluster.errors import UserError
+import supervisor.cli
+from cluster.audit import cli as audit_cli
+from cluster.bench import cli as bench_cli
+from cluster.chaos import cli as chaos_cli
+from cluster.cli import node as node_cli
+from cluster.client import cli as client_cli
+from cluster.core.errors import UserError
 
-COMMAND_MODULES: tuple[str, ...] = (
-    "cluster.cli_node",
-    "cluster.bench.cli",
-    "supervisor.cli",
-    "cluster.audit.cli",
-    "cluster.client.cli",
-    "cluster.chaos.cli",
-)
+COMMAND_MODULES: tuple[ModuleType, ...] = (
+    node_cli, bench_cli, supervisor.cli, audit_cli, client_cli, chaos_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,8 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pynamesrv", description="RocketMQ NameServer cluster on one machine")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    for module in COMMAND_MODULES:
+        module.register(sub)
     return parser
 
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import yaml
 
-from cluster.errors import ConfigError
-from cluster.settings_schema import YAML_SETTINGS, yaml_defaults
+from cluster.core.errors import ConfigError
+from cluster.core.settings_schema import YAML_SETTINGS, yaml_defaults
 
 DEFAULT_CONTROL = "tcp://127.0.0.1:9870"
-REPO_DEFAULT = Path(__file__).resolve().parent.parent / "cluster.yaml"
+REPO_DEFAULT = Path(__file__).resolve().parents[2] / "cluster.yaml"
 MAX_NODES = 64
 
 Check = Callable[[Any], str | None]
@@ -273,7 +273,7 @@ class _Parser:
         return sup
 
     def settings(self, v: Any, key: str, inherited: Mapping[str, Any]) -> dict[str, Any]:
-        """Node settings (``cluster.settings_schema``) over the ``inherited`` values."""
+        """Node settings (``cluster.core.settings_schema``) over the ``inherited`` values."""
         raw = self.mapping(v, key, YAML_SETTINGS)
         for k, value in raw.items():
             problem = YAML_SETTINGS[k].check(value)

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import zmq
 
-from cluster.errors import UserError
+from cluster.core.errors import UserError
 
 COMMANDS = ("status", "stop", "start", "restart", "kill", "pause", "resume", "shutdown")
 

@@ -12,10 +12,15 @@ from typing import Any
 
 import orjson
 
-from cluster.protocol import fastjson
-from cluster.protocol.codes import DEFAULT_MAX_FRAME, LANGUAGE_BY_NAME, LANGUAGES, SerializeType
-from cluster.protocol.command import RemotingCommand
-from cluster.protocol.lenient import loads_lenient
+from cluster.core.protocol import fastjson
+from cluster.core.protocol.codes import (
+    DEFAULT_MAX_FRAME,
+    LANGUAGE_BY_NAME,
+    LANGUAGES,
+    SerializeType,
+)
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.lenient import loads_lenient
 
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")

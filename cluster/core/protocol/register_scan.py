@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from cluster.protocol.bodies import (
+from cluster.core.protocol.bodies import (
     QueueFields,
     RegisterHead,
     decode_register_named_queues,

@@ -11,7 +11,7 @@ Data model (all plain dicts, keys in fastjson bean order, i.e. alphabetical):
 
 Encoders write fastjson text (§1.9). The hot reply encoders serialize with orjson
 and keep the result only when no string needed escaping (then orjson and fastjson
-agree byte for byte); otherwise they fall back to :mod:`cluster.protocol.fastjson`.
+agree byte for byte); otherwise they fall back to :mod:`cluster.core.protocol.fastjson`.
 Decoders accept fastjson's bare integer keys and raise :class:`BodyError`.
 """
 
@@ -31,8 +31,8 @@ from typing import Any, TypeVar
 
 import orjson
 
-from cluster.protocol import fastjson
-from cluster.protocol.lenient import loads_lenient
+from cluster.core.protocol import fastjson
+from cluster.core.protocol.lenient import loads_lenient
 
 V3_0_11 = 37
 V5_0_0 = 413

@@ -1,12 +1,12 @@
 """The one schema of node settings: every key a node knows, its type, default and range.
 
 Everything that handles node settings is derived from ``SETTINGS``: cluster.yaml
-validation (``cluster.config``), the node's ``namesrv.properties`` rendered by the
+validation (``cluster.core.config``), the node's ``namesrv.properties`` rendered by the
 supervisor, the node's loading of that file (``worker.settings``), the shared runtime
 config behind GET/UPDATE_NAMESRV_CONFIG (``state.nsconfig``) and the settings tables
-of README.md and docs/architecture.md (``python -m cluster.settings_schema --markdown``).
+of README.md and docs/architecture.md (``python -m cluster.core.settings_schema --markdown``).
 
-Pure: imports nothing of the project but ``cluster.errors``.
+Pure: imports nothing of the project but ``cluster.core.errors``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from cluster.errors import ConfigError
+from cluster.core.errors import ConfigError
 
 Value = int | bool | str
 INT32 = (-(2**31), 2**31 - 1)
@@ -333,7 +333,7 @@ TABLES = {"cluster": markdown_cluster, "node": markdown_node}
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m cluster.settings_schema",
+        prog="python -m cluster.core.settings_schema",
         description="Print a settings table generated from the schema.")
     parser.add_argument("--markdown", choices=sorted(TABLES), nargs="?", const="cluster",
                         required=True, help="cluster: cluster.yaml settings (README); "

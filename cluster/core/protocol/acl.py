@@ -19,7 +19,7 @@ import hmac
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from cluster.protocol.command import RemotingCommand
+from cluster.core.protocol.command import RemotingCommand
 
 ACCESS_KEY = "AccessKey"
 SECRET_KEY = "SecretKey"

@@ -1,0 +1,1 @@
+"""The ``pynamesrv`` command line (``main``) and the ``node`` subcommand."""

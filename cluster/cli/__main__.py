@@ -1,0 +1,5 @@
+import sys
+
+from cluster.cli.main import main
+
+sys.exit(main())
