@@ -14,16 +14,19 @@ unknown keys of the node's file, in the order Java's `Properties` iterates them
 
 Differences from Java, on purpose: values containing a line break are refused
 (Java writes them verbatim, which lets a caller inject lines into the file);
-values that do not fit the key's type or range are refused with SYSTEM_ERROR
-(Java silently keeps the old value); pynamesrv's settings that cannot change
-while the node runs are refused with SYSTEM_ERROR; String values are trimmed (5.x).
+values that do not fit the key's type or range are refused (Java silently keeps
+the old value); pynamesrv's settings that cannot change while the node runs are
+refused; String values are trimmed (5.x). A refused update is a `Refused` outcome
+(which rule, and the text for the caller); the request processors choose the
+response code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
 
-from cluster.core.protocol.codes import ResponseCode
 from cluster.core.protocol.properties import format_properties
 from cluster.core.settings_schema import (
     BY_KEY,
@@ -40,6 +43,21 @@ from state.store import Store, Txn
 BLACKLIST_REMARK = "Can not update config in black list."
 PARSE_REMARK = "string2Properties error"
 ORDER_KEY = "config_order"  # meta table: GET_NAMESRV_CONFIG's Java key order
+
+
+class Refusal(Enum):
+    """Why an update is refused as a whole (nothing of it is applied)."""
+
+    BLACK_LIST = "black list"  # a key of `blacklist`
+    LINE_BREAK = "line break"  # a key or value holding a line break
+    NOT_UPDATABLE = "not updatable"  # a setting fixed while the node runs
+    INVALID_VALUE = "invalid value"  # a value that does not fit its key's type or range
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    reason: Refusal
+    message: str
 
 
 def init(t: Txn, props: dict[str, str], file_keys: Iterable[str]) -> None:
@@ -108,40 +126,44 @@ def _normalize(key: str, value: str) -> str:
     return setting.text(setting.parse(value))
 
 
-def check(t: Txn, props: dict[str, str]) -> tuple[int, str | None]:
-    """(code, remark) for an update request; SUCCESS means it may be applied."""
+def check(t: Txn, props: dict[str, str]) -> Refused | None:
+    """Why an update request must be refused, or None when it may be applied."""
     if blacklist(t) & set(props):
-        return ResponseCode.NO_PERMISSION, BLACKLIST_REMARK
+        return Refused(Refusal.BLACK_LIST, BLACKLIST_REMARK)
     for key, value in props.items():
         if "\r" in key or "\n" in key or "\r" in value or "\n" in value:
-            return (ResponseCode.SYSTEM_ERROR,
-                    f"Can not update config: {key.strip()!r} contains a line break.")
+            return Refused(Refusal.LINE_BREAK,
+                           f"Can not update config: {key.strip()!r} contains a line break.")
     for key in props:
         setting = BY_KEY.get(key)
         if setting is not None and setting.update is Update.REFUSED:
-            return (ResponseCode.SYSTEM_ERROR, f"Can not update config: {key} cannot change "
-                    "while the node runs; set it in the node's config file and restart.")
+            return Refused(Refusal.NOT_UPDATABLE, f"Can not update config: {key} cannot "
+                           "change while the node runs; set it in the node's config file "
+                           "and restart.")
     known = all_properties(t)
     for key, value in props.items():
         try:
             if key in known:
                 _normalize(key, value)
         except ValueError as exc:
-            return ResponseCode.SYSTEM_ERROR, f"Can not update config: bad value for {key}: {exc}."
-    return ResponseCode.SUCCESS, None
+            return Refused(Refusal.INVALID_VALUE,
+                           f"Can not update config: bad value for {key}: {exc}.")
+    return None
 
 
-def update(t: Txn, props: dict[str, str]) -> tuple[int, str | None]:
-    """UPDATE_NAMESRV_CONFIG inside a write txn: check, apply known keys, persist the file."""
-    code, remark = check(t, props)
-    if code != ResponseCode.SUCCESS:
-        return code, remark
+def update(t: Txn, props: dict[str, str]) -> Refused | None:
+    """UPDATE_NAMESRV_CONFIG inside a write txn: check, apply known keys, persist the file.
+
+    None when applied; a refused update changes nothing."""
+    refused = check(t, props)
+    if refused is not None:
+        return refused
     known = all_properties(t)
     for key, value in props.items():
         if key in known:
             t.put("config", key, _normalize(key, value))
     persist(t)
-    return ResponseCode.SUCCESS, None
+    return None
 
 
 def persist(t: Txn) -> None:

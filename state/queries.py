@@ -6,6 +6,8 @@ writes and housekeeping are in `state.route`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from enum import Enum
 from typing import Any
 
 from state.javaorder import hashmap_order
@@ -92,17 +94,25 @@ def system_topics(t: Txn) -> tuple[list[str], str | None]:
     return hashmap_order(names), first_addr
 
 
-def _unit_filter(code: int) -> Any:
-    if code == 311:
-        return lambda f: bool(f & FLAG_UNIT)
-    if code == 312:
-        return lambda f: bool(f & FLAG_UNIT_SUB)
-    return lambda f: bool(f & FLAG_UNIT_SUB) and not f & FLAG_UNIT
+class UnitList(Enum):
+    """Which unit topic list: topics whose topicSysFlag is a unit topic, has a unit
+    subscription, or has a unit subscription without being a unit topic."""
+
+    UNIT = "unit"
+    HAS_UNIT_SUB = "has unit sub"
+    HAS_UNIT_SUB_UNUNIT = "has unit sub, ununit"
 
 
-def unit_topics(t: Txn, code: int) -> list[str]:
-    """Codes 311/312/313: topics whose first QueueData has the matching topicSysFlag."""
-    keep = _unit_filter(code)
+_UNIT_FILTERS: dict[UnitList, Callable[[int], bool]] = {
+    UnitList.UNIT: lambda f: bool(f & FLAG_UNIT),
+    UnitList.HAS_UNIT_SUB: lambda f: bool(f & FLAG_UNIT_SUB),
+    UnitList.HAS_UNIT_SUB_UNUNIT: lambda f: bool(f & FLAG_UNIT_SUB) and not f & FLAG_UNIT,
+}
+
+
+def unit_topics(t: Txn, which: UnitList) -> list[str]:
+    """Topics whose first QueueData has the topicSysFlag of list `which`."""
+    keep = _UNIT_FILTERS[which]
     out = [topic for topic, qmap in t.items("topic")
            if qmap and keep(_first_queue_data(qmap)["topicSysFlag"])]
     return hashmap_order(out)

@@ -41,7 +41,7 @@ from typing import Any
 
 import orjson
 
-from cluster.core.protocol.bodies import QueueFields, queue_fields
+from cluster.core.protocol.register_body import QueueFields, queue_fields
 from cluster.core.protocol.register_scan import KnownPieces, PlainTable, TableDiff
 from state.javaorder import string_hash
 from state.store import APPLIED, APPLIED_DELTA, APPLIED_QUEUES, Store, Txn, dumps

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import zmq
 
+from cluster.core.closing import Closing
 from cluster.core.errors import UserError
 
 COMMANDS = ("status", "stop", "start", "restart", "kill", "pause", "resume", "shutdown")
@@ -25,19 +26,13 @@ class ControlUnavailable(UserError):
     """No answer from the control endpoint within the timeout."""
 
 
-class ControlClient:
+class ControlClient(Closing):
     def __init__(self, addr: str, timeout: float = 5.0,
                  context: zmq.Context | None = None) -> None:
         self.addr = addr
         self.timeout = timeout
         self._ctx = context or zmq.Context.instance()
         self._sock: zmq.Socket | None = None
-
-    def __enter__(self) -> ControlClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         if self._sock is not None:

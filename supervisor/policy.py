@@ -1,4 +1,4 @@
-"""Restart policy: exponential back-off and flap detection, as a pure object.
+"""Restart policy: exponential back-off (``cluster.core.backoff``) and flap detection.
 
 Time is passed in (seconds, monotonic). A crash after less than
 ``stable_after_s`` of uptime is *quick*; quick crashes double the back-off up to
@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from cluster.core.backoff import Backoff
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -22,15 +24,15 @@ class Decision:
 class RestartPolicy:
     def __init__(self, initial_s: float, max_s: float, stable_after_s: float,
                  flap_window_s: float, flap_max: int) -> None:
-        if initial_s < 0 or max_s < initial_s or flap_max < 1 or flap_window_s <= 0:
+        if flap_max < 1 or flap_window_s <= 0:
             raise ValueError("invalid restart policy bounds")
+        self.backoff = Backoff(initial_s, max_s, stable_after_s)
         self.initial_s = initial_s
         self.max_s = max_s
         self.stable_after_s = stable_after_s
         self.flap_window_s = flap_window_s
         self.flap_max = flap_max
         self._quick: deque[float] = deque(maxlen=flap_max)
-        self._streak = 0
 
     @property
     def quick_crashes(self) -> int:
@@ -39,21 +41,20 @@ class RestartPolicy:
     def reset(self) -> None:
         """Forget history (a person started the node again)."""
         self._quick.clear()
-        self._streak = 0
+        self.backoff.reset()
 
     def on_exit(self, now: float, uptime_s: float) -> Decision:
         """Decide what to do after the process ended unexpectedly at ``now``."""
-        if uptime_s >= self.stable_after_s:
-            self.reset()
+        if self.backoff.is_stable(uptime_s):
+            self._quick.clear()
         else:
             self._forget_before(now - self.flap_window_s)
             self._quick.append(now)
-        self._streak += 1
+        delay = self.backoff.on_exit(uptime_s)
         if len(self._quick) >= self.flap_max:
             return Decision(False, 0.0, f"flapping: {len(self._quick)} quick exits within "
                                         f"{self.flap_window_s:g}s")
-        delay = min(self.max_s, self.initial_s * 2 ** (self._streak - 1))
-        return Decision(True, delay, f"restart in {delay:g}s (attempt {self._streak})")
+        return Decision(True, delay, f"restart in {delay:g}s (attempt {self.backoff.streak})")
 
     def _forget_before(self, cutoff: float) -> None:
         while self._quick and self._quick[0] < cutoff:

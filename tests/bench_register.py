@@ -23,8 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cluster.client.bench_fanout import spawned_nodes
-from cluster.core.protocol import bodies
+from cluster.bench.fanout import spawned_nodes
+from cluster.core.protocol import body_common, register_body
 from cluster.core.protocol.codes import ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import encode_command
@@ -38,17 +38,17 @@ NAME, ADDR = "broker-a", "10.0.0.1:10911"
 
 def _request(configs: dict[str, dict[str, Any]], counter: int, compressed: bool
              ) -> RemotingCommand:
-    body = bodies.encode_register_body({"counter": counter, "timestamp": 1}, configs, [],
-                                       compressed)
+    body = register_body.encode_register_body({"counter": counter, "timestamp": 1}, configs, [],
+                                              compressed)
     ext = {"brokerName": NAME, "brokerAddr": ADDR, "clusterName": "C", "brokerId": "0",
            "haServerAddr": ADDR, "compressed": str(compressed).lower(),
-           "bodyCrc32": str(bodies.crc32_java(body))}
+           "bodyCrc32": str(body_common.crc32_java(body))}
     return RemotingCommand(code=103, opaque=1, flag=0, version=409, ext_fields=ext, body=body)
 
 
 def _configs(topics: int, changed: int, round_no: int) -> dict[str, dict[str, Any]]:
     """``topics`` configs of which the first ``changed`` carry queue numbers of this round."""
-    return {f"Topic{i:05d}": bodies.topic_config(
+    return {f"Topic{i:05d}": register_body.topic_config(
         f"Topic{i:05d}", read_queue_nums=8 + (round_no % 7 if i < changed else 0),
         write_queue_nums=8) for i in range(topics)}
 
@@ -115,7 +115,8 @@ def _bumped(tail: bytes, counter: int) -> bytes:
             b'{"counter":%d,"timestamp":1}' % counter)
     body = head + tail
     ext = {"brokerName": NAME, "brokerAddr": ADDR, "clusterName": "C", "brokerId": "0",
-           "haServerAddr": ADDR, "compressed": "false", "bodyCrc32": str(bodies.crc32_java(body))}
+           "haServerAddr": ADDR, "compressed": "false",
+           "bodyCrc32": str(body_common.crc32_java(body))}
     return encode_command(RemotingCommand(code=103, opaque=counter, flag=0, version=409,
                                           ext_fields=ext, body=body))
 
@@ -132,7 +133,7 @@ def run_tcp(topics: int, seconds: float, report: Callable[[str], None] = print) 
                 tails = []
                 for r in range(variants):
                     body = _request(_configs(topics, changed, r), 1, False).body or b""
-                    head = bodies.register_head(body, False, 409)
+                    head = register_body.register_head(body, False, 409)
                     assert head is not None
                     tails.append(body[head.table_offset:])
                 sent, start = 0, time.perf_counter()

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from cluster.core.protocol import bodies
+from cluster.core.protocol import body_common, register_body
 from cluster.core.protocol.codes import SerializeType
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import decode_frame
@@ -69,12 +69,12 @@ def broker_b_later(counter: int, timestamp: int) -> Step:
 
     def build() -> RemotingCommand:
         first = golden("05_register_broker_compressed")
-        rb = bodies.decode_register_body(first.body, True, first.version)
-        topics = {**rb.topic_configs, "TopicB": bodies.topic_config(
+        rb = register_body.decode_register_body(first.body, True, first.version)
+        topics = {**rb.topic_configs, "TopicB": register_body.topic_config(
             "TopicB", read_queue_nums=4, write_queue_nums=4)}
-        body = bodies.encode_register_body({"counter": counter, "timestamp": timestamp},
-                                           topics, [], True)
-        ext = {**(first.ext_fields or {}), "bodyCrc32": str(bodies.crc32_java(body))}
+        body = register_body.encode_register_body({"counter": counter, "timestamp": timestamp},
+                                                  topics, [], True)
+        ext = {**(first.ext_fields or {}), "bodyCrc32": str(body_common.crc32_java(body))}
         return request(103, ext, body, version=407)
 
     return build

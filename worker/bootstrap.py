@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cluster.core.errors import UserError
+from state import nsconfig
 from state.kvconfig import KVConfigError, load_into
 from state.store import Store
 from worker.settings import NodeSettings
@@ -24,7 +25,5 @@ def create_state(path: Path, settings: NodeSettings) -> Store:
 
 
 def _init_config(store: Store, settings: NodeSettings) -> None:
-    from state import nsconfig
-
     nsconfig.initialize(store, settings.config, str(settings.config_store_path),
                         str(settings.kv_config_path), settings.file_keys)

@@ -19,10 +19,12 @@ from pathlib import Path
 
 import zmq
 
-from cluster.core.protocol.codes import ResponseCode
+from cluster.core.protocol.codes import ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import FrameError, decode_command, encode_command
+from state.store import Store
 from worker import wire
+from worker.context import NodeContext
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics
 from worker.processors import handle, on_channel_destroy
 from worker.procs import announce_ready, io_endpoint, start_worker_process
@@ -45,9 +47,6 @@ class BusinessConfig:
 
 class BusinessWorker:
     def __init__(self, cfg: BusinessConfig, zctx: zmq.Context) -> None:
-        from state.store import Store
-        from worker.context import NodeContext
-
         self.cfg = cfg
         self.ident = f"b{cfg.index}-{os.getpid()}".encode()
         self.store = Store.open(Path(cfg.store_path))
@@ -157,8 +156,6 @@ class BusinessWorker:
 
 def _system_error(cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
     """As in 4.9, a failure reply comes from the remoting layer: JSON whatever the request."""
-    from cluster.core.protocol.codes import SerializeType
-
     reply = response_to(cmd, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
     reply.serialize_type = SerializeType.JSON
     return reply

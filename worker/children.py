@@ -12,12 +12,18 @@ from typing import Any
 
 import multiprocess as mp
 
+from cluster.core.backoff import Backoff
+
 log = logging.getLogger("pynamesrv.node")
 
 _SPAWN = mp.get_context("spawn")
 MIN_BACKOFF_S = 0.1
 MAX_BACKOFF_S = 5.0
 STABLE_S = 10.0  # a child that lived this long restarts without back-off
+
+
+def child_backoff() -> Backoff:
+    return Backoff(MIN_BACKOFF_S, MAX_BACKOFF_S, STABLE_S, immediate_after_stable=True)
 
 
 @dataclass
@@ -34,6 +40,7 @@ class Child:
     ready: bool = False
     restarts: int = 0
     history: list[int] = field(default_factory=list)
+    backoff: Backoff = field(default_factory=child_backoff)
 
     @property
     def pid(self) -> int:
@@ -58,9 +65,7 @@ class Child:
         code = self.proc.exitcode if self.proc.exitcode is not None else -1
         os.close(self.pidfd)
         self.pidfd = -1
-        lived = now - self.started_at
-        self.backoff_s = 0.0 if lived >= STABLE_S else min(
-            MAX_BACKOFF_S, max(MIN_BACKOFF_S, self.backoff_s * 2))
+        self.backoff_s = self.backoff.on_exit(now - self.started_at)
         self.restart_at = now + self.backoff_s
         self.restarts += 1
         return code

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cluster.core.clock import wall_ms
 from state.store import Store
 from worker.acl import AclGuard, guard_of
 
 ROUTE_CACHE_BYTES = 16 << 20  # encoded route bodies per business worker (the I/O worker keeps more)
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(slots=True)

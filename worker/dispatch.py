@@ -10,35 +10,27 @@ lane, served only by workers announced as "all".
 
 from __future__ import annotations
 
-import struct
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cluster.core.protocol.codes import RequestCode
+from cluster.core.protocol.peek import peek_code
 from worker.wire import LANE_ALL, LANE_READ
 
-ROUTE_CODE = 105
+ROUTE_CODE = int(RequestCode.GET_ROUTEINFO_BY_TOPIC)
 MAX_BATCH = 64            # requests per ZeroMQ message
 MAX_BATCH_BYTES = 1 << 20  # a batch stops growing past this many frame bytes
-
-_JSON_ROUTE = (b'"code":105,', b'"code":105}')
-_U32 = struct.Struct(">I")
-_I16 = struct.Struct(">h")
 
 Item = tuple[bytes, bytes]  # (conn id, frame)
 Queued = tuple[bytes, bytes, Any]  # (conn id, frame, the caller's tag, handed back on reply)
 
 
 def is_route_read(frame: bytes) -> bool:
-    """Code 105, read from the header without decoding it (frame = header word + header)."""
-    if len(frame) < 6:
-        return False
-    if frame[0] == 1:  # ROCKETMQ binary header: the code is the first int16
-        return _I16.unpack_from(frame, 4)[0] == ROUTE_CODE
-    hlen = _U32.unpack_from(frame, 0)[0] & 0xFFFFFF
-    header = frame[4 : 4 + hlen]
-    return _JSON_ROUTE[0] in header or _JSON_ROUTE[1] in header
+    """GET_ROUTEINFO_BY_TOPIC, read from the header without decoding it (frame = header
+    word + header); a frame whose code cannot be peeked is not one."""
+    return peek_code(frame) == ROUTE_CODE
 
 
 @dataclass
@@ -88,9 +80,10 @@ class Dispatcher:
 
         ``tag`` comes back from ``finish`` with the request's reply.
         """
-        if self.pending >= self.max_pending:
+        reads, others = self.reads, self.others
+        if len(reads) + len(others) >= self.max_pending:
             return False
-        (self.reads if is_route_read(frame) else self.others).append((conn, frame, tag))
+        (reads if peek_code(frame) == ROUTE_CODE else others).append((conn, frame, tag))
         return True
 
     def discard(self, conn: bytes) -> int:

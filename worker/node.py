@@ -21,8 +21,12 @@ from pathlib import Path
 
 import zmq
 
+from cluster.core.clock import wall_ms
 from cluster.core.errors import UserError
+from state import nsconfig
+from state.route import cleanup_channel_prefix, scan_not_active
 from worker import tls, wire
+from worker.bootstrap import create_state
 from worker.business import BusinessConfig
 from worker.business import run as run_business
 from worker.children import Child
@@ -44,13 +48,9 @@ log = logging.getLogger("pynamesrv.node")
 READY_DEADLINE_S = 60.0
 
 
-def _wall_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class Controller:
     def __init__(self, settings: NodeSettings, guard: socket.socket,
-                 clock: Callable[[], int] = _wall_ms) -> None:
+                 clock: Callable[[], int] = wall_ms) -> None:
         self.s = settings
         self.guard = guard
         self.clock = clock
@@ -92,8 +92,6 @@ class Controller:
     # -- start-up ----------------------------------------------------------
 
     def start(self) -> None:
-        from worker.bootstrap import create_state
-
         for path in (self.run_path, self.store_path):
             sweep_stale(path.parent)
         shutil.rmtree(self.run_path, ignore_errors=True)
@@ -161,8 +159,6 @@ class Controller:
     def _next_scan(self) -> float:
         """When the expiry scan is due. The interval is read from the shared config each
         time (at least once a second), so an UPDATE_NAMESRV_CONFIG applies at once."""
-        from state import nsconfig
-
         assert self.store is not None
         with self.store.read() as t:
             interval_ms = nsconfig.get_int(t, "scanNotActiveBrokerInterval")
@@ -217,8 +213,6 @@ class Controller:
         self._after_exit(child, pid)
 
     def _after_exit(self, child: Child, pid: int) -> None:
-        from state.route import cleanup_channel_prefix
-
         assert self.store is not None
         self.store.reader_check()
         if child.kind == "io":
@@ -232,9 +226,6 @@ class Controller:
                 self.poller.register(child.pidfd, zmq.POLLIN)
 
     def _scan(self) -> None:
-        from state import nsconfig
-        from state.route import scan_not_active
-
         assert self.store is not None
         with self.store.read() as t:
             expired_ms = nsconfig.get_int(t, "brokerChannelExpiredTime")

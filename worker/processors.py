@@ -14,7 +14,13 @@ from typing import Any
 
 import orjson
 
-from cluster.core.protocol import bodies, register_scan
+from cluster.core.protocol import (
+    admin_bodies,
+    body_common,
+    register_body,
+    register_scan,
+    route_bodies,
+)
 from cluster.core.protocol.codes import V4_9_4, RequestCode, ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand, java_int, response_to
 from cluster.core.protocol.lenient import loads_lenient
@@ -103,28 +109,28 @@ def get_kvlist_by_namespace(ctx: NodeContext, cmd: RemotingCommand, channel: str
         table = kvconfig.get_namespace(t, ns) if ns is not None else None
     if table is None:
         return response_to(cmd, RC.QUERY_NOT_FOUND, f"No config item, Namespace: {_jstr(ns)}")
-    return _ok(cmd, body=bodies.encode_kv_table(table))
+    return _ok(cmd, body=admin_bodies.encode_kv_table(table))
 
 
 # ---------------------------------------------------------------- broker registration
 
-def _register_body(cmd: RemotingCommand, now: int) -> bodies.RegisterBody:
-    return bodies.decode_register_body(cmd.body, _flag(cmd, "compressed"), cmd.version,
-                                       now_ms=now)
+def _register_body(cmd: RemotingCommand, now: int) -> register_body.RegisterBody:
+    return register_body.decode_register_body(cmd.body, _flag(cmd, "compressed"), cmd.version,
+                                              now_ms=now)
 
 
 def _crc_ok(cmd: RemotingCommand) -> bool:
     """Java's check: a bodyCrc32 that is not an int32 (Integer.parseInt fails) stays 0,
     and 0 disables the check."""
     expected = java_int(cmd.field("bodyCrc32")) or 0
-    return expected == 0 or expected == bodies.crc32_java(cmd.body or b"")
+    return expected == 0 or expected == body_common.crc32_java(cmd.body or b"")
 
 
 def _order_kv_body(t: Any) -> bytes | None:
     if not nsconfig.get_bool(t, "returnOrderTopicConfigToBroker"):
         return None
     table = kvconfig.get_namespace(t, kvconfig.ORDER_TOPIC_CONFIG)
-    return None if table is None else bodies.encode_kv_table(table)
+    return None if table is None else admin_bodies.encode_kv_table(table)
 
 
 def _registration(ctx: NodeContext, cmd: RemotingCommand, now: int
@@ -136,7 +142,7 @@ def _registration(ctx: NodeContext, cmd: RemotingCommand, now: int
     at all when it will not (slave, unchanged DataVersion, already applied).
     """
     body = cmd.body
-    head = bodies.register_head(body, _flag(cmd, "compressed"), cmd.version, now_ms=now)
+    head = register_body.register_head(body, _flag(cmd, "compressed"), cmd.version, now_ms=now)
     if head is None or body is None:
         rb = _register_body(cmd, now)
         dv, filters = rb.data_version, rb.filter_servers
@@ -149,10 +155,10 @@ def _registration(ctx: NodeContext, cmd: RemotingCommand, now: int
     return dv, filters, table
 
 
-def _lazy_table(body: bytes, version: int, now: int, head: bodies.RegisterHead
+def _lazy_table(body: bytes, version: int, now: int, head: register_body.RegisterHead
                 ) -> route.TopicTable:
     return route.TopicTable.of_plain(register_scan.PlainTable(body, head, version, now),
-                                     lambda: bodies.topic_table_digest(body, head))
+                                     lambda: register_body.topic_table_digest(body, head))
 
 
 def _needs_queues(ctx: NodeContext, cmd: RemotingCommand, dv: dict[str, int],
@@ -202,7 +208,7 @@ def query_data_version(ctx: NodeContext, cmd: RemotingCommand, channel: str, pee
         return _ok(cmd, {"changed": "true"})
     with ctx.store.write() as t:
         changed, stored = route.query_data_version(t, addr, dv, ctx.clock())
-    body = bodies.encode_data_version(stored) if stored is not None else None
+    body = body_common.encode_data_version(stored) if stored is not None else None
     return _ok(cmd, {"changed": "true" if changed else "false"}, body)
 
 
@@ -225,7 +231,7 @@ def _route_body(ctx: NodeContext, t: Any, topic: str, standard: bool) -> bytes |
         if data is None:
             return None
         data["orderTopicConf"] = order
-        body = bodies.encode_topic_route(data, standard)
+        body = route_bodies.encode_topic_route(data, standard)
         ctx.route_cache.put(key, body)
     return body
 
@@ -247,7 +253,7 @@ def get_broker_cluster_info(ctx: NodeContext, cmd: RemotingCommand, channel: str
                             ) -> RemotingCommand:
     with ctx.store.read() as t:
         brokers, clusters = queries.cluster_info(t)
-    return _ok(cmd, body=bodies.encode_cluster_info(brokers, clusters))
+    return _ok(cmd, body=route_bodies.encode_cluster_info(brokers, clusters))
 
 
 def get_broker_member_group(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -255,7 +261,7 @@ def get_broker_member_group(ctx: NodeContext, cmd: RemotingCommand, channel: str
     cluster, name = cmd.field("clusterName"), cmd.field("brokerName")
     with ctx.store.read() as t:
         addrs = queries.broker_member_group(t, name) if name is not None else {}
-    return _ok(cmd, body=bodies.encode_broker_member_group(cluster, name, addrs))
+    return _ok(cmd, body=route_bodies.encode_broker_member_group(cluster, name, addrs))
 
 
 # ---------------------------------------------------------------- topic lists
@@ -270,7 +276,7 @@ def get_all_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, pee
         if not nsconfig.get_bool(t, "enableAllTopicList"):
             return _disabled(cmd)
         topics = queries.all_topics(t)
-    return _ok(cmd, body=bodies.encode_topic_list(topics))
+    return _ok(cmd, body=admin_bodies.encode_topic_list(topics))
 
 
 def get_topics_by_cluster(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -280,14 +286,14 @@ def get_topics_by_cluster(ctx: NodeContext, cmd: RemotingCommand, channel: str, 
         if not nsconfig.get_bool(t, "enableTopicList"):
             return _disabled(cmd)
         topics = queries.topics_by_cluster(t, cluster) if cluster is not None else []
-    return _ok(cmd, body=bodies.encode_topic_list(topics))
+    return _ok(cmd, body=admin_bodies.encode_topic_list(topics))
 
 
 def get_system_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                           ) -> RemotingCommand:
     with ctx.store.read() as t:
         topics, addr = queries.system_topics(t)
-    return _ok(cmd, body=bodies.encode_topic_list(topics, addr))
+    return _ok(cmd, body=admin_bodies.encode_topic_list(topics, addr))
 
 
 def get_unit_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -295,8 +301,8 @@ def get_unit_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, pe
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableTopicList"):
             return _disabled(cmd)
-        topics = queries.unit_topics(t, cmd.code)
-    return _ok(cmd, body=bodies.encode_topic_list(topics))
+        topics = queries.unit_topics(t, UNIT_LISTS[cmd.code])
+    return _ok(cmd, body=admin_bodies.encode_topic_list(topics))
 
 
 # ---------------------------------------------------------------- admin writes
@@ -352,8 +358,10 @@ def update_namesrv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, 
     except (PropertiesError, UnicodeDecodeError):
         return response_to(cmd, RC.SYSTEM_ERROR, nsconfig.PARSE_REMARK)
     with ctx.store.write() as t:
-        code, remark = nsconfig.update(t, props)
-    return response_to(cmd, code, remark)
+        refused = nsconfig.update(t, props)
+    if refused is not None:
+        return response_to(cmd, REFUSAL_CODES[refused.reason], refused.message)
+    return _ok(cmd)
 
 
 def get_namesrv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -371,9 +379,23 @@ def get_node_snapshot(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer
     return _ok(cmd, body=orjson.dumps(snap))
 
 
-# ---------------------------------------------------------------- dispatch
+# ---------------------------------------------------------------- outcomes and codes
 
 RQ = RequestCode
+REFUSAL_CODES: dict[nsconfig.Refusal, ResponseCode] = {
+    nsconfig.Refusal.BLACK_LIST: RC.NO_PERMISSION,
+    nsconfig.Refusal.LINE_BREAK: RC.SYSTEM_ERROR,
+    nsconfig.Refusal.NOT_UPDATABLE: RC.SYSTEM_ERROR,
+    nsconfig.Refusal.INVALID_VALUE: RC.SYSTEM_ERROR,
+}
+UNIT_LISTS: dict[int, queries.UnitList] = {
+    RQ.GET_UNIT_TOPIC_LIST: queries.UnitList.UNIT,
+    RQ.GET_HAS_UNIT_SUB_TOPIC_LIST: queries.UnitList.HAS_UNIT_SUB,
+    RQ.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: queries.UnitList.HAS_UNIT_SUB_UNUNIT,
+}
+
+# ---------------------------------------------------------------- dispatch
+
 HANDLERS: dict[int, Handler] = {
     RQ.PUT_KV_CONFIG: put_kv_config,
     RQ.GET_KV_CONFIG: get_kv_config,

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
 from pathlib import Path
 from typing import Any
 
+import zmq
+
 from cluster.core.procs import alive, exit_with_parent, set_process_name
+from worker.wire import ready_message
 
 
 def run_dir(name: str, pid: int) -> Path:
@@ -47,8 +51,6 @@ def start_worker_process(parent: int, proc_name: str) -> None:
     Ctrl-C reaches the whole foreground process group; the controller decides
     the shutdown order, so workers ignore SIGINT.
     """
-    import logging
-
     exit_with_parent(parent=parent)
     set_process_name(proc_name)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -58,10 +60,6 @@ def start_worker_process(parent: int, proc_name: str) -> None:
 
 def announce_ready(zctx: Any, run: Path, kind: str, index: int) -> None:
     """Tell the controller (ZeroMQ PUSH to its ipc endpoint) that this worker serves."""
-    import zmq
-
-    from worker.wire import ready_message
-
     push = zctx.socket(zmq.PUSH)
     push.setsockopt(zmq.LINGER, 1000)
     push.connect(control_endpoint(run))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cluster.core.errors import ConfigError
+from cluster.core.protocol.properties import PropertiesError, parse_properties
 from cluster.core.settings_schema import BY_KEY, SETTINGS, Kind, Value, parse_or_fail
 
 INSTALL_DIR = Path(__file__).resolve().parent.parent
@@ -57,8 +58,6 @@ class NodeSettings:
 
 
 def _read_properties(path: Path) -> dict[str, str]:
-    from cluster.core.protocol.properties import PropertiesError, parse_properties
-
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -29,6 +29,7 @@ from cluster.audit.rows import (
     observed_rows,
     rows_file_name,
 )
+from cluster.core.clock import wall_ms
 from cluster.core.errors import UserError
 from cluster.core.protocol.codes import DEFAULT_MAX_FRAME, RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
@@ -95,13 +96,9 @@ def fetch_snapshot(target: Target, timeout: float) -> dict[str, Any]:
     return body
 
 
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def poll_node(target: Target, round_no: int, timeout: float) -> list[dict[str, Any]]:
     """Rows of one node for one round: its snapshot, or a single unavailable row."""
-    asked_at = now_ms()
+    asked_at = wall_ms()
     try:
         snapshot, error = fetch_snapshot(target, timeout), None
     except SnapshotUnavailable as exc:
@@ -196,7 +193,7 @@ class CollectionWriter:
             if self._rows is not None:
                 self._rows.close()
                 self._rows = None
-                self.manifest.ended_at = now_ms()
+                self.manifest.ended_at = wall_ms()
                 if fault_end is not None:
                     self.manifest.fault_end = fault_end
                 write_manifest(self.out_dir, self.manifest)
@@ -216,7 +213,7 @@ def collect(plan: CollectPlan, progress: Progress | None = None,
             stop: threading.Event | None = None) -> Manifest:
     """Run rounds every ``interval_s`` for ``duration_s``; returns the final manifest."""
     stop = stop or threading.Event()
-    writer = CollectionWriter(plan.out_dir, plan.manifest(now_ms()))
+    writer = CollectionWriter(plan.out_dir, plan.manifest(wall_ms()))
     total = max(1, int(plan.duration_s / plan.interval_s) + 1)
     start = time.monotonic()
     try:

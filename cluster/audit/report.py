@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,16 +10,8 @@ import orjson
 
 from cluster.audit.job import AuditResult
 from cluster.audit.report_html import audit_page
-
-
-def clock(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%H:%M:%S.%f")[:-3]
-
-
-def secs(ms: int | float | None) -> str:
-    return "-" if ms is None else f"{ms / 1000:.1f}s"
+from cluster.audit.timeline import secs
+from cluster.core.clock import clock_text
 
 
 def to_document(result: AuditResult) -> dict[str, Any]:
@@ -51,7 +42,7 @@ def write_json(result: AuditResult, path: Path) -> None:
 def _interval_line(i: dict[str, Any]) -> str:
     end = "still open" if i["open"] else f"closed after {secs(i['duration_ms'])}"
     return (f"  {i['table']:<8} {i['key']}  {i['kind']} on {','.join(i['nodes'])}"
-            f"  from {clock(i['start'])}, {end}")
+            f"  from {clock_text(i['start'])}, {end}")
 
 
 def summary_text(result: AuditResult) -> str:
@@ -61,11 +52,11 @@ def summary_text(result: AuditResult) -> str:
              "(times UTC)"]
     for u in result.unavailability:
         end = "until the end" if u["open"] else f"for {secs(u['duration_ms'])}"
-        lines.append(f"unavailable: {u['node']} from {clock(u['start'])} {end} "
+        lines.append(f"unavailable: {u['node']} from {clock_text(u['start'])} {end} "
                      f"({u['rounds']} rounds)")
     for n in result.node_intervals:
         end = "until the end" if n["open"] else f"for {secs(n['duration_ms'])}"
-        lines.append(f"node {n['node']} diverged from {clock(n['start'])} {end} "
+        lines.append(f"node {n['node']} diverged from {clock_text(n['start'])} {end} "
                      f"({', '.join(n['causes'])})")
     open_ = [i for i in result.intervals if i["open"]]
     lines.append(f"divergence intervals: {result.intervals_total}, never converged: "
@@ -81,7 +72,7 @@ def summary_text(result: AuditResult) -> str:
 
 def _verdict_line(result: AuditResult) -> str:
     v = result.verdict
-    basis = (f"bound {secs(v.bound_ms)}, faults stopped {clock(v.fault_end)} "
+    basis = (f"bound {secs(v.bound_ms)}, faults stopped {clock_text(v.fault_end)} "
              f"({v.fault_end_source})")
     if v.holds:
         return f"verdict: EVENTUALLY CONSISTENT ({basis})"

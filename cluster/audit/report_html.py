@@ -11,8 +11,8 @@ from typing import Any
 
 from cluster.audit.html_kit import page, table_or_none, verdict_block
 from cluster.audit.timeline import Fault, from_audit, secs
-from cluster.audit.timeline import clock_text as clock
 from cluster.audit.timeline_svg import legend, render
+from cluster.core.clock import clock_text as clock
 
 HTML_INTERVALS = 200
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
+
+from cluster.core.clock import clock_text
 
 MAX_TIP_KEYS = 12
 DOWN_STATE = {"pause_node": "paused", "kill_node": "down", "stop_node": "down",
@@ -66,12 +67,6 @@ class Timeline:
     lanes: tuple[Lane, ...]
     series: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     marks: tuple[Mark, ...] = ()
-
-
-def clock_text(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%H:%M:%S.%f")[:-3]
 
 
 def secs(ms: float | None) -> str:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 from cluster.audit.html_kit import esc
 from cluster.audit.timeline import Lane, Span, Timeline
+from cluster.core.clock import clock_text
 
 WIDTH = 1200
 LABEL_W = 118
@@ -61,8 +61,8 @@ def tick_label(t: int, step: int, clock: bool) -> str:
     if not clock:
         s = t / 1000
         return f"+{s:.1f}s" if step < 1000 else f"+{s:.0f}s"
-    text = datetime.fromtimestamp(t / 1000, UTC).strftime("%H:%M:%S.%f")
-    return text[:-5] if step < 1000 else text[:8]
+    text = clock_text(t)
+    return text[:-2] if step < 1000 else text[:8]
 
 
 def _ticks(tl: Timeline, sc: _Scale, bottom: float) -> list[str]:

@@ -11,7 +11,9 @@ import socket
 import struct
 import sys
 
-from cluster.core.protocol import bodies
+import uvloop
+
+from cluster.core.protocol import route_bodies
 from cluster.core.protocol.codes import ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import encode_command
@@ -27,7 +29,7 @@ ROUTE = {"brokerDatas": [{"brokerAddrs": {0: "127.0.0.1:30911"}, "brokerName": "
 
 def _template() -> tuple[bytes, bytes]:
     """Header before and after the opaque digits, and the body."""
-    body = bodies.encode_topic_route(ROUTE, standard=True)
+    body = route_bodies.encode_topic_route(ROUTE, standard=True)
     frame = encode_command(RemotingCommand(code=ResponseCode.SUCCESS, opaque=0, flag=1,
                                            version=409, body=body))
     header = frame[8 : len(frame) - len(body)]
@@ -68,7 +70,7 @@ class Fixed(asyncio.Protocol):
 
 async def serve(port: int) -> None:
     head, tail = _template()
-    body_len = len(bodies.encode_topic_route(ROUTE, standard=True))
+    body_len = len(route_bodies.encode_topic_route(ROUTE, standard=True))
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: Fixed(head, tail, body_len), "127.0.0.1", port,
                                       reuse_address=True)
@@ -81,8 +83,6 @@ async def serve(port: int) -> None:
 
 
 def main() -> None:
-    import uvloop
-
     uvloop.run(serve(int(sys.argv[1])))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import select
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -47,9 +48,7 @@ def find_rmqload(explicit: str | None) -> Path:
     return binary
 
 
-def _free_port() -> int:
-    import socket
-
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -59,7 +58,7 @@ def _free_port() -> int:
 def started_server(kind: str, props: dict[str, str]) -> Iterator[tuple[str, int]]:
     """A fresh server process: "node", "baseline" or "java" (the real NameServer 4.9.8,
     ``run-namesrv.sh --heap 1g`` from ../shared/java-rocketmq); yields (address, pid)."""
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory(prefix="pynamesrv-bench-") as tmp:
         argv = _server_argv(kind, port, Path(tmp), props)
         proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True,
@@ -130,5 +129,5 @@ def measure(binary: Path, w: Workload, target: str, props: dict[str, str], warmu
         result = run_rmqload(binary, w, address, warmup, duration)
     return {"workload": w.name, "target": target, **summary(result),
             "server_cpu_util": round(sampler.cpu_util, 3),
-            "server_peak_pss_mb": round(sampler.peak_pss / 2**20, 1),
+            "server_peak_pss_mb": round(sampler.peak_bytes / 2**20, 1),
             "java_4_9_7": w.java_4_9_7, "raw": result}

@@ -1,13 +1,16 @@
-"""CPU time and peak memory of a whole process tree (a node and all its workers).
+"""CPU time and peak memory of a whole process tree (a node and all its workers, or this
+process and its JVM), sampled on a background thread.
 
-Memory is the sum of PSS (proportional set size): pages shared by the workers,
-such as the LMDB map on /dev/shm, are counted once, not once per process.
+Memory is by default the sum of PSS (proportional set size): pages shared by the
+workers, such as the LMDB map on /dev/shm, are counted once, not once per process.
+``memory="rss"`` sums the resident set sizes instead.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from typing import Literal
 
 import psutil
 
@@ -19,14 +22,21 @@ def _pss(p: psutil.Process) -> int:
         return int(p.memory_info().rss)
 
 
-class TreeSampler:
-    """Samples a process tree every ``period`` seconds on a background thread."""
+def _rss(p: psutil.Process) -> int:
+    return int(p.memory_info().rss)
 
-    def __init__(self, pid: int, period: float = 0.2) -> None:
+
+class TreeSampler:
+    """Samples a process tree every ``period`` seconds while it is used in ``with``."""
+
+    def __init__(self, pid: int, period: float = 0.2,
+                 memory: Literal["pss", "rss"] = "pss") -> None:
         self.root = psutil.Process(pid)
         self.period = period
-        self.peak_pss = 0
+        self.peak_bytes = 0
+        self._memory = _pss if memory == "pss" else _rss
         self._cpu: dict[int, float] = {}
+        self._base: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.started = 0.0
@@ -38,24 +48,25 @@ class TreeSampler:
         except psutil.NoSuchProcess:
             return []
 
-    def _sample(self) -> None:
-        pss = 0
+    def sample(self) -> None:
+        """Take one sample now (the thread takes one every ``period``)."""
+        total = 0
         for p in self._procs():
             try:
                 with p.oneshot():
                     t = p.cpu_times()
                     self._cpu[p.pid] = t.user + t.system
-                    pss += _pss(p)
+                    total += self._memory(p)
             except psutil.NoSuchProcess:
                 continue
-        self.peak_pss = max(self.peak_pss, pss)
+        self.peak_bytes = max(self.peak_bytes, total)
 
     def _run(self) -> None:
         while not self._stop.wait(self.period):
-            self._sample()
+            self.sample()
 
     def __enter__(self) -> TreeSampler:
-        self._sample()
+        self.sample()
         self._base = dict(self._cpu)
         self.started = time.monotonic()
         self._thread.start()
@@ -64,7 +75,7 @@ class TreeSampler:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        self._sample()
+        self.sample()
         self.elapsed = time.monotonic() - self.started
 
     @property

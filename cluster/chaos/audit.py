@@ -23,8 +23,9 @@ from typing import Any
 
 import orjson
 
-from cluster.audit.collector import CollectionWriter, RoundResult, now_ms
+from cluster.audit.collector import CollectionWriter, RoundResult
 from cluster.audit.rows import BoundInputs, Manifest, NodeRef, observed_rows
+from cluster.core.clock import wall_ms
 
 AUDIT_DIR = "audit"
 REPORT_JSON = "audit-report.json"
@@ -51,7 +52,7 @@ class AuditInput:
                  bound: BoundInputs) -> None:
         manifest = Manifest(nodes=[NodeRef(n, a) for n, a in node_addrs.items()],
                             interval_ms=max(1, round(interval_s * 1000)),
-                            bound_inputs=bound, started_at=now_ms())
+                            bound_inputs=bound, started_at=wall_ms())
         self.out_dir = out_dir
         self._writer = CollectionWriter(out_dir, manifest)
 

@@ -28,6 +28,8 @@ from typing import IO, Any
 
 import orjson
 
+from cluster.core.closing import Closing
+
 OUTCOMES: tuple[str, ...] = ("ok", "fail", "unknown", "info")
 
 NEMESIS = "nemesis"
@@ -70,7 +72,7 @@ class Op:
                    str(d["outcome"]), d.get("value"), None if start is None else float(start))
 
 
-class HistoryWriter:
+class HistoryWriter(Closing):
     """Thread-safe, bounded, append-only history; in memory when ``path`` is None."""
 
     def __init__(self, path: Path | None, clock: Callable[[], float], *,
@@ -153,12 +155,6 @@ class HistoryWriter:
             self._flush_locked()
         assert self.path is not None
         return read_history(self.path)
-
-    def __enter__(self) -> HistoryWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def read_history(path: Path) -> list[Op]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import orjson
+import uvloop
 
 from cluster.chaos.load_plan import LoadPlan
 from cluster.chaos.load_reads import ReadLoad
@@ -188,9 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m cluster.chaos.loadgen SPEC.json", file=sys.stderr)
         return 2
     spec = orjson.loads(Path(args[0]).read_bytes())
-    with contextlib.suppress(ImportError):
-        import uvloop
-        uvloop.install()
+    uvloop.install()
     asyncio.run(main_async(spec))
     return 0
 

@@ -16,9 +16,10 @@ import orjson
 
 from cluster.audit.html_kit import esc, page, table_or_none, verdict_block
 from cluster.audit.report_html import details_html, timeline_section, verdict_headline
-from cluster.audit.timeline import Fault, clock_text, from_faults
+from cluster.audit.timeline import Fault, from_faults
 from cluster.audit.timeline_svg import legend, render
 from cluster.chaos.schedule import BROKER_FAULTS, NODE_FAULTS
+from cluster.core.clock import clock_text
 
 REPORT_HTML = "chaos-report.html"
 NEMESIS_MARK = b'"process":"nemesis"'

@@ -22,7 +22,6 @@ from typing import Any
 
 import orjson
 
-from cluster.audit.collector import now_ms
 from cluster.audit.rows import BoundInputs
 from cluster.chaos.audit import AUDIT_DIR, AuditInput, run_audit
 from cluster.chaos.checkers import CheckConfig, CheckResult, HistoryView, run_checks
@@ -37,6 +36,7 @@ from cluster.chaos.report_html import write_report
 from cluster.chaos.schedule import FaultEvent, Schedule, Timing, build_schedule
 from cluster.chaos.workload import Workload, WorkloadOptions
 from cluster.client.nsclient import NameServerClient
+from cluster.core.clock import wall_ms
 from cluster.core.config import ClusterConfig, load_cluster
 from supervisor.control_client import ControlClient
 
@@ -275,7 +275,7 @@ class ChaosRun:
             value, ok = {**base, "error": f"{type(exc).__name__}: {exc}"}, False
         rec = self.history.record(NEMESIS, e.fault, e.target, "ok" if ok else "fail",
                                   value, start)
-        self.fault_end_ms = now_ms()
+        self.fault_end_ms = wall_ms()
         shown = {k: v for k, v in value.items() if k not in ("phase", "event", "params")}
         self.echo(f"[{rec.t:7.2f}s] {phase:<5} {e.fault:<17} {e.target:<15} "
                   f"{'ok' if ok else 'FAILED'} {orjson.dumps(shown).decode()}")

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from cluster.audit.collector import now_ms
 from cluster.chaos.audit import AuditInput, Observed
 from cluster.chaos.checkers import ABANDONED
 from cluster.chaos.history import OBSERVER, HistoryWriter
@@ -28,6 +27,7 @@ from cluster.client.errors import CallTimeout, ClientError, RemoteError
 from cluster.client.fanout import FanoutResult, NodeOutcome, Status
 from cluster.client.heartbeat import UNCHANGED
 from cluster.client.nsclient import NameServerClient
+from cluster.core.clock import wall_ms
 from cluster.core.protocol.codes import ResponseCode
 
 KV_NAMESPACE = "CHAOS"
@@ -336,7 +336,7 @@ class Workload:
     def _observe_node(self, process: str, client: NameServerClient, node: str, addr: str,
                       with_kv: bool) -> Observed:
         """One ``snapshot`` record; the full snapshot (or the error) for the audit."""
-        seen = Observed(node, now_ms())
+        seen = Observed(node, wall_ms())
 
         def fetch() -> dict[str, Any]:
             snapshot = client.get_snapshot(addr)

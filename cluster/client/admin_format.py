@@ -6,9 +6,10 @@ Java hash map the order here is sorted (clusters, broker names, ids, keys).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from cluster.core.clock import wall_ms
 
 # ClusterListSubCommand.printClusterBaseInfo
 BASE_FMT = "{:<16}  {:<22}  {:<4}  {:<22} {:<16} {:>19} {:>19} {:>10} {:>5} {:>6}"
@@ -98,7 +99,7 @@ def base_line(row: tuple[str, str, int, str], stats: Mapping[str, str] | None,
               now_ms: int | None = None) -> str:
     """One broker of ``clusterList``; ``stats`` is its runtime KVTable (None: unreachable)."""
     s = stats or {}
-    now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    now = wall_ms() if now_ms is None else now_ms
     hour = 0.0
     if s.get("earliestMessageTimeStamp"):
         hour = (now - int(s["earliestMessageTimeStamp"])) / 1000.0 / 60.0 / 60.0

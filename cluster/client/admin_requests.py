@@ -13,7 +13,7 @@ from typing import Any
 
 from cluster.client.fanout import FanoutResult, Status, decode_body, expect_success
 from cluster.client.nsclient import NameServerClient, _properties
-from cluster.core.protocol import bodies
+from cluster.core.protocol import admin_bodies, body_common
 from cluster.core.protocol.codes import RequestCode
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.lenient import loads_lenient
@@ -35,17 +35,17 @@ def decode_member_group(body: bytes) -> dict[str, Any]:
     try:
         doc = loads_lenient(body)
     except ValueError as exc:
-        raise bodies.BodyError(f"not JSON: {exc}") from None
+        raise body_common.BodyError(f"not JSON: {exc}") from None
     group = doc.get("brokerMemberGroup") if isinstance(doc, dict) else None
     if not isinstance(group, dict):
-        raise bodies.BodyError("no brokerMemberGroup object")
+        raise body_common.BodyError("no brokerMemberGroup object")
     addrs = group.get("brokerAddrs") or {}
     if not isinstance(addrs, dict):
-        raise bodies.BodyError("brokerAddrs is not an object")
+        raise body_common.BodyError("brokerAddrs is not an object")
     try:
         members = {int(k): str(v) for k, v in addrs.items() if v is not None}
     except ValueError:
-        raise bodies.BodyError("a broker id is not a number") from None
+        raise body_common.BodyError("a broker id is not a number") from None
     return {"cluster": group.get("cluster"), "brokerName": group.get("brokerName"),
             "brokerAddrs": members}
 
@@ -69,7 +69,7 @@ def namesrv_config(client: NameServerClient, include_all: bool) -> FanoutResult:
 
 def _kv_table(resp: RemotingCommand, addr: str) -> dict[str, str]:
     expect_success(resp, addr)
-    return decode_body(bodies.decode_kv_table, resp.body or b"", addr)
+    return decode_body(admin_bodies.decode_kv_table, resp.body or b"", addr)
 
 
 def broker_runtime_stats(client: NameServerClient, broker_addrs: Sequence[str],

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import random
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,14 +36,11 @@ from cluster.client.heartbeat import (
     UNCHANGED,
     HeartbeatLoop,
 )
+from cluster.core.clock import wall_ms
 from cluster.core.protocol.acl import Credentials
 
 PERM_READ_WRITE = 6
 MAX_SLAVES = 4
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +132,7 @@ class SimBroker:
         self.who = who
         self.opts = opts
         self.topics = dict(topics)
-        self.data_version = {"counter": 0, "timestamp": now_ms()}
+        self.data_version = {"counter": 0, "timestamp": wall_ms()}
         self.state = "new"
         self._lock = threading.Lock()
         self._payload: RegisterPayload | None = None
@@ -172,7 +168,7 @@ class SimBroker:
 
     def _changed(self) -> None:
         """DataVersion.nextVersion(): counter + 1, timestamp = now."""
-        self.data_version = {"counter": self.data_version["counter"] + 1, "timestamp": now_ms()}
+        self.data_version = {"counter": self.data_version["counter"] + 1, "timestamp": wall_ms()}
         self._payload = None
 
     def bump(self) -> None:

@@ -27,6 +27,7 @@ from cluster.client.errors import (
     ConnectionLost,
     ProtocolError,
 )
+from cluster.core.closing import Closing
 from cluster.core.protocol.acl import Credentials, sign
 from cluster.core.protocol.codes import DEFAULT_MAX_FRAME
 from cluster.core.protocol.command import RemotingCommand
@@ -370,3 +371,21 @@ class ConnectionPool:
             return
         with contextlib.suppress(ClientError):
             self.io.run(self.aclose(), timeout)
+
+
+class PooledClient(Closing):
+    """A client on a ``ConnectionPool``: its own (with its own ``IoLoop``, signing with
+    ``credentials``) unless one is passed in; ``close`` ends only what it owns."""
+
+    def __init__(self, pool: ConnectionPool | None, *,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+                 credentials: Credentials | None = None) -> None:
+        self._owns_io = pool is None
+        self.pool = pool or ConnectionPool(IoLoop(), connect_timeout=connect_timeout,
+                                           credentials=credentials)
+        self.io = self.pool.io
+
+    def close(self) -> None:
+        self.pool.close()
+        if self._owns_io:
+            self.io.close()

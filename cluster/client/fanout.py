@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cluster.client.connection import ConnectionPool, IoLoop, split_addrs
+from cluster.client.connection import ConnectionPool, PooledClient, split_addrs
 from cluster.client.errors import CallTimeout, ClientError, ProtocolError, RemoteError
-from cluster.core.protocol import bodies
+from cluster.core.protocol import admin_bodies, body_common, register_body
 from cluster.core.protocol.acl import Credentials
 from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
@@ -141,9 +141,9 @@ class RegisterPayload:
               topic_configs: Mapping[str, Mapping[str, Any]],
               filter_servers: Sequence[str] = (), compressed: bool = False) -> RegisterPayload:
         """``topic_configs``: name -> TopicConfig dict, in the order the broker sends them."""
-        body = bodies.encode_register_body(data_version, topic_configs, list(filter_servers),
-                                           compressed)
-        return cls(body, bodies.crc32_java(body), compressed, len(topic_configs))
+        body = register_body.encode_register_body(data_version, topic_configs,
+                                                  list(filter_servers), compressed)
+        return cls(body, body_common.crc32_java(body), compressed, len(topic_configs))
 
 
 # ------------------------------------------------------------------ commands
@@ -183,7 +183,7 @@ def query_data_version_command(who: BrokerIdentity, data_version: Any, *,
                                version: int = CLIENT_VERSION) -> RemotingCommand:
     return RemotingCommand(code=RequestCode.QUERY_DATA_VERSION, version=version,
                            ext_fields=_broker_key_fields(who),
-                           body=bodies.encode_data_version(data_version))
+                           body=body_common.encode_data_version(data_version))
 
 
 # ------------------------------------------------------------------- parsers
@@ -198,13 +198,14 @@ def expect_success(resp: RemotingCommand, addr: str) -> RemotingCommand:
 def decode_body(decoder: Callable[[bytes], Any], body: bytes, addr: str) -> Any:
     try:
         return decoder(body)
-    except bodies.BodyError as exc:
+    except body_common.BodyError as exc:
         raise ProtocolError(f"bad reply body: {exc}", addr) from None
 
 
 def parse_register(resp: RemotingCommand, addr: str) -> RegisterBrokerResult:
     expect_success(resp, addr)
-    kv = decode_body(bodies.decode_register_result_body, resp.body, addr) if resp.body else None
+    kv = (decode_body(admin_bodies.decode_register_result_body, resp.body, addr)
+          if resp.body else None)
     return RegisterBrokerResult(resp.field("haServerAddr"), resp.field("masterAddr"), kv)
 
 
@@ -215,7 +216,7 @@ def parse_unregister(resp: RemotingCommand, addr: str) -> None:
 def parse_data_version(resp: RemotingCommand, addr: str) -> DataVersionReply:
     expect_success(resp, addr)
     changed = (resp.field("changed") or "").lower() == "true"
-    dv = decode_body(bodies.decode_data_version, resp.body, addr) if resp.body else None
+    dv = decode_body(body_common.decode_data_version, resp.body, addr) if resp.body else None
     return DataVersionReply(changed, dv)
 
 
@@ -267,7 +268,7 @@ def _collect(addr: str, task: asyncio.Task[NodeOutcome], elapsed: float) -> Node
     return NodeOutcome(addr, Status.TIMED_OUT, error=err, elapsed=elapsed)
 
 
-class BrokerOuterAPI:
+class BrokerOuterAPI(PooledClient):
     """Fan-out REGISTER/UNREGISTER/QUERY_DATA_VERSION to every configured NameServer.
 
     Owns a ``ConnectionPool`` (and its ``IoLoop``, signing with ``credentials``) unless
@@ -278,12 +279,7 @@ class BrokerOuterAPI:
     def __init__(self, namesrv_addrs: str | Iterable[str], *, pool: ConnectionPool | None = None,
                  version: int = CLIENT_VERSION, register_timeout: float = REGISTER_TIMEOUT,
                  connect_timeout: float = 3.0, credentials: Credentials | None = None) -> None:
-        self._owns_io = pool is None
-        if pool is None:
-            pool = ConnectionPool(IoLoop(), connect_timeout=connect_timeout,
-                                  credentials=credentials)
-        self.pool = pool
-        self.io = pool.io
+        super().__init__(pool, connect_timeout=connect_timeout, credentials=credentials)
         self.version = version
         self.register_timeout = register_timeout
         self.addrs = namesrv_addrs
@@ -360,17 +356,6 @@ class BrokerOuterAPI:
         result = self.query_data_version(who, data_version, timeout=timeout)
         return needs_registration(result, data_version), result
 
-    def close(self) -> None:
-        self.pool.close()
-        if self._owns_io:
-            self.io.close()
-
-    def __enter__(self) -> BrokerOuterAPI:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 def needs_registration(result: FanoutResult, data_version: Any) -> bool:
     """Java ``needRegister``: any node changed, holding another version, or unreachable.
@@ -381,8 +366,8 @@ def needs_registration(result: FanoutResult, data_version: Any) -> bool:
         if outcome.status is Status.OK:
             reply: DataVersionReply = outcome.value
             if reply.changed or (reply.data_version is not None
-                                 and not bodies.data_version_equal(reply.data_version,
-                                                                   data_version)):
+                                 and not body_common.data_version_equal(reply.data_version,
+                                                                        data_version)):
                 return True
         elif not isinstance(outcome.error, RemoteError):
             return True

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from cluster.client.connection import ConnectionPool, IoLoop, split_addrs
+from cluster.client.connection import ConnectionPool, PooledClient, split_addrs
 from cluster.client.errors import ClientError, ConnectError, RemoteError
 from cluster.client.fanout import (
     CLIENT_VERSION,
@@ -27,7 +27,7 @@ from cluster.client.fanout import (
     expect_success,
     fanout_frame,
 )
-from cluster.core.protocol import bodies
+from cluster.core.protocol import admin_bodies, body_common, route_bodies
 from cluster.core.protocol.acl import Credentials
 from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
@@ -41,7 +41,7 @@ def _command(code: int, ext: dict[str, str] | None = None, body: bytes | None = 
     return RemotingCommand(code=int(code), version=version, ext_fields=ext, body=body)
 
 
-class NameServerClient:
+class NameServerClient(PooledClient):
     """Talks to a list of NameServer nodes; blocking methods, safe from any thread.
 
     Owns a ``ConnectionPool`` (and its ``IoLoop``, signing with ``credentials``) unless
@@ -54,10 +54,7 @@ class NameServerClient:
                  pool: ConnectionPool | None = None, version: int = CLIENT_VERSION,
                  connect_timeout: float = 3.0, rng: random.Random | None = None,
                  credentials: Credentials | None = None) -> None:
-        self._owns_io = pool is None
-        self.pool = pool or ConnectionPool(IoLoop(), connect_timeout=connect_timeout,
-                                           credentials=credentials)
-        self.io = self.pool.io
+        super().__init__(pool, connect_timeout=connect_timeout, credentials=credentials)
         self.timeout = timeout
         self.version = version
         self._rng = rng or random.Random()
@@ -154,32 +151,33 @@ class NameServerClient:
     def get_route(self, topic: str, *, addr: str | None = None) -> Any:
         """TopicRouteData of ``topic``; ``RemoteError`` code 17 when it has no route."""
         cmd = _command(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, version=self.version)
-        route = self._query(cmd, bodies.decode_topic_route, addr)
+        route = self._query(cmd, route_bodies.decode_topic_route, addr)
         if route is None:
             raise RemoteError(ResponseCode.TOPIC_NOT_EXIST, "empty route body", addr)
         return route
 
     def get_cluster_info(self, *, addr: str | None = None) -> Any:
         cmd = _command(RequestCode.GET_BROKER_CLUSTER_INFO, version=self.version)
-        return self._query(cmd, bodies.decode_cluster_info, addr)
+        return self._query(cmd, route_bodies.decode_cluster_info, addr)
 
     def get_all_topics(self, *, addr: str | None = None) -> Any:
         cmd = _command(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, version=self.version)
-        return self._query(cmd, bodies.decode_topic_list, addr)
+        return self._query(cmd, admin_bodies.decode_topic_list, addr)
 
     def get_topics_by_cluster(self, cluster: str, *, addr: str | None = None) -> Any:
         cmd = _command(RequestCode.GET_TOPICS_BY_CLUSTER, {"cluster": cluster},
                        version=self.version)
-        return self._query(cmd, bodies.decode_topic_list, addr)
+        return self._query(cmd, admin_bodies.decode_topic_list, addr)
 
     def get_system_topics(self, *, addr: str | None = None) -> Any:
         cmd = _command(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, version=self.version)
-        return self._query(cmd, bodies.decode_topic_list, addr)
+        return self._query(cmd, admin_bodies.decode_topic_list, addr)
 
     def get_unit_topics(self, code: int = RequestCode.GET_UNIT_TOPIC_LIST, *,
                         addr: str | None = None) -> Any:
         """Codes 311 (unit), 312 (has unit sub) or 313 (has unit sub, not unit)."""
-        return self._query(_command(code, version=self.version), bodies.decode_topic_list, addr)
+        return self._query(_command(code, version=self.version), admin_bodies.decode_topic_list,
+                           addr)
 
     # ---------------------------------------------------------------- KV
 
@@ -202,7 +200,8 @@ class NameServerClient:
             return None
         where = addr or self._chosen or "?"
         expect_success(resp, where)
-        return decode_body(bodies.decode_kv_table, resp.body or b"", where) if resp.body else {}
+        return (decode_body(admin_bodies.decode_kv_table, resp.body or b"", where)
+                if resp.body else {})
 
     def put_kv(self, namespace: str, key: str, value: str, **kw: Any) -> FanoutResult:
         """PUT_KV_CONFIG to every node (as mqadmin updateKvConfig does)."""
@@ -251,19 +250,6 @@ class NameServerClient:
         expect_success(resp, addr)
         return decode_body(_json_object, resp.body or b"", addr)
 
-    # ----------------------------------------------------------- closing
-
-    def close(self) -> None:
-        self.pool.close()
-        if self._owns_io:
-            self.io.close()
-
-    def __enter__(self) -> NameServerClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 def _success(resp: RemotingCommand, addr: str) -> None:
     expect_success(resp, addr)
@@ -285,8 +271,8 @@ def _json_object(body: bytes) -> dict[str, Any]:
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise bodies.BodyError(f"not JSON: {exc}") from None
+        raise body_common.BodyError(f"not JSON: {exc}") from None
     if not isinstance(obj, dict):
-        raise bodies.BodyError("not a JSON object")
+        raise body_common.BodyError("not a JSON object")
     return obj
 

@@ -11,13 +11,10 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from cluster.client.connection import parse_addr, split_addrs
+from cluster.core.config import ClusterConfig, load_cluster
 from cluster.core.errors import UserError
-
-if TYPE_CHECKING:
-    from cluster.core.config import ClusterConfig
 
 NAMESRV_ENV = "NAMESRV_ADDR"
 
@@ -69,8 +66,6 @@ def parse_namesrv(text: str) -> tuple[NodeAddr, ...]:
 
 
 def from_config(path: str | None) -> NodeSet:
-    from cluster.core.config import load_cluster
-
     cfg = load_cluster(path)
     return NodeSet(tuple(NodeAddr(n.name, n.addr) for n in cfg.nodes), cfg)
 

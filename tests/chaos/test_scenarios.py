@@ -93,7 +93,7 @@ def assert_passed(report: ChaosReport, audit: bool) -> None:
     ("kill-restart", 15, 32, True),
     ("flapping-node", 16, 30, False),
     ("mixed", 17, 50, True),
-    ("random", 18, 50, False),
+    ("random", 18, 40, False),
 ])
 def test_scenario_passes(tmp_path: Path, port_factory: Any, chaos_reaper: Reaper,
                          scenario: str, seed: int, duration: float, audit: bool) -> None:

@@ -87,11 +87,14 @@ def child_atheris(crash_dir: Path, libfuzzer_args: list[str]) -> None:
 
     with atheris.instrument_imports(include=INSTRUMENTED):
         import cluster.client.admin_requests  # noqa: F401
-        import cluster.core.protocol.bodies  # noqa: F401
+        import cluster.core.protocol.admin_bodies  # noqa: F401
+        import cluster.core.protocol.body_common  # noqa: F401
         import cluster.core.protocol.fastjson  # noqa: F401
         import cluster.core.protocol.frame  # noqa: F401
         import cluster.core.protocol.lenient  # noqa: F401
         import cluster.core.protocol.properties  # noqa: F401
+        import cluster.core.protocol.register_body  # noqa: F401
+        import cluster.core.protocol.route_bodies  # noqa: F401
     target = _checked(CrashLog(crash_dir))
     atheris.Setup([sys.argv[0], *libfuzzer_args], target)
     atheris.Fuzz()

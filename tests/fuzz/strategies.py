@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from cluster.core.protocol import bodies
+from cluster.core.protocol import register_body
 from cluster.core.protocol.codes import LANGUAGES, SerializeType
 from cluster.core.protocol.command import RemotingCommand
 
@@ -77,10 +77,10 @@ def topic_configs(draw: st.DrawFn, compressed: bool, attributes: bool
     names = draw(st.lists(NAME, max_size=5, unique=True))
     out = {}
     for name in names:
-        out[name] = bodies.topic_config(
+        out[name] = register_body.topic_config(
             name,
             read_queue_nums=draw(INT32), write_queue_nums=draw(INT32), perm=draw(INT32),
-            topic_filter_type=draw(st.sampled_from(bodies.TOPIC_FILTER_TYPES)),
+            topic_filter_type=draw(st.sampled_from(register_body.TOPIC_FILTER_TYPES)),
             topic_sys_flag=0 if compressed else draw(INT32),
             order=False if compressed else draw(st.booleans()),
             attributes=draw(st.dictionaries(NO_SPACE, NO_SPACE, max_size=3))

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from cluster.client.admin_requests import decode_member_group
-from cluster.core.protocol import bodies
-from cluster.core.protocol.bodies import BodyError
+from cluster.core.protocol import admin_bodies, body_common, register_body, route_bodies
+from cluster.core.protocol.body_common import BodyError
 from cluster.core.protocol.codes import LANGUAGES, SerializeType
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import (
@@ -84,8 +84,8 @@ def _dv() -> dict[str, int]:
 def synthetic_bodies() -> list[bytes]:
     """One body of each shape the decoders read, made with the project's encoders."""
     topics = {
-        "TopicTest": bodies.topic_config("TopicTest", read_queue_nums=4, write_queue_nums=4),
-        "Ordered": bodies.topic_config("Ordered", order=True, attributes={"+a": "b"}),
+        "TopicTest": register_body.topic_config("TopicTest", read_queue_nums=4, write_queue_nums=4),
+        "Ordered": register_body.topic_config("Ordered", order=True, attributes={"+a": "b"}),
     }
     route: dict[str, Any] = {
         "brokerDatas": [{"brokerAddrs": {0: "127.0.0.1:10911", 1: "127.0.0.1:10912"},
@@ -96,16 +96,17 @@ def synthetic_bodies() -> list[bytes]:
                         "topicSysFlag": 0, "writeQueueNums": 4}],
     }
     return [
-        bodies.encode_register_body(_dv(), topics, ["127.0.0.1:30000"], False),
-        bodies.encode_register_body(_dv(), topics, None, False, with_attributes=True),
-        bodies.encode_topic_route(route, False),
-        bodies.encode_topic_route(route, True),
-        bodies.encode_cluster_info(
+        register_body.encode_register_body(_dv(), topics, ["127.0.0.1:30000"], False),
+        register_body.encode_register_body(_dv(), topics, None, False, with_attributes=True),
+        route_bodies.encode_topic_route(route, False),
+        route_bodies.encode_topic_route(route, True),
+        route_bodies.encode_cluster_info(
             {"broker-a": route["brokerDatas"][0]}, {"DefaultCluster": ["broker-a"]}),
-        bodies.encode_kv_table({"TopicTest": "broker-a:4", "k": "v"}),
-        bodies.encode_topic_list(["TopicTest", "Ordered"], "127.0.0.1:10911"),
-        bodies.encode_data_version(_dv()),
-        bodies.encode_broker_member_group("DefaultCluster", "broker-a", {0: "127.0.0.1:10911"}),
+        admin_bodies.encode_kv_table({"TopicTest": "broker-a:4", "k": "v"}),
+        admin_bodies.encode_topic_list(["TopicTest", "Ordered"], "127.0.0.1:10911"),
+        body_common.encode_data_version(_dv()),
+        route_bodies.encode_broker_member_group("DefaultCluster", "broker-a",
+                                                {0: "127.0.0.1:10911"}),
         b"listenPort=9876\nkey\\u0041=va\\\n  lue\n# comment\n",
         b"{topicConfigSerializeWrapper:{dataVersion:{counter:1,timestamp:2},"
         b"topicConfigTable:{'T':{topicName:'T',perm:6,,}}},filterServerList:[]}",
@@ -114,11 +115,11 @@ def synthetic_bodies() -> list[bytes]:
 
 def compressed_plaintexts() -> list[bytes]:
     """The inflated form of compressed REGISTER_BROKER bodies (4.9 and 5.x layouts)."""
-    topics = {"TopicTest": bodies.topic_config("TopicTest"),
-              "A": bodies.topic_config("A", attributes={"+k": "v"})}
-    plain = [zlib.decompress(bodies.encode_register_body(_dv(), topics, ["f:1"], True)),
-             zlib.decompress(bodies.encode_register_body(_dv(), topics, None, True,
-                                                         with_attributes=True))]
+    topics = {"TopicTest": register_body.topic_config("TopicTest"),
+              "A": register_body.topic_config("A", attributes={"+k": "v"})}
+    plain = [zlib.decompress(register_body.encode_register_body(_dv(), topics, ["f:1"], True)),
+             zlib.decompress(register_body.encode_register_body(_dv(), topics, None, True,
+                                                                with_attributes=True))]
     mapping = b'{"topic":"A","scope":"s","totalQueues":1}'
     plain.append(plain[1] + struct.pack(">i", 1) + struct.pack(">i", len(mapping)) + mapping)
     return plain
@@ -137,8 +138,8 @@ def synthetic_frames() -> list[bytes]:
         out.append(encode_command(RemotingCommand(
             code=0, opaque=8, flag=1, version=409, language="GO", remark=None,
             ext_fields=None, serialize_type=stype)))
-        compressed = bodies.encode_register_body(
-            _dv(), {"T": bodies.topic_config("T")}, [], True)
+        compressed = register_body.encode_register_body(
+            _dv(), {"T": register_body.topic_config("T")}, [], True)
         out.append(encode_command(RemotingCommand(
             code=103, opaque=9, version=413, ext_fields={**ext, "compressed": "true"},
             body=compressed, serialize_type=stype)))
@@ -174,13 +175,14 @@ def run_body_decoders(body: bytes | None, compressed: bool | None = None,
     for version in versions:
         for flag in flags:
             guard("decode_register_body", be, partial(
-                bodies.decode_register_body, body, flag, version, now_ms=NOW_MS))
+                register_body.decode_register_body, body, flag, version, now_ms=NOW_MS))
             guard("decode_register_queues", be, partial(
-                bodies.decode_register_queues, body, flag, version, now_ms=NOW_MS))
+                register_body.decode_register_queues, body, flag, version, now_ms=NOW_MS))
             head = guard("register_head", (), partial(
-                bodies.register_head, body, flag, version, now_ms=NOW_MS))
+                register_body.register_head, body, flag, version, now_ms=NOW_MS))
             if head is not None and body is not None:
-                guard("topic_table_digest", (), partial(bodies.topic_table_digest, body, head))
+                guard("topic_table_digest", (),
+                      partial(register_body.topic_table_digest, body, head))
     for name, decoder in BODY_DECODERS:
         guard(name, be, partial(decoder, body))
     if body:
@@ -192,12 +194,12 @@ def run_body_decoders(body: bytes | None, compressed: bool | None = None,
 
 
 BODY_DECODERS: tuple[tuple[str, Callable[[bytes | None], Any]], ...] = (
-    ("decode_topic_route", bodies.decode_topic_route),
-    ("decode_cluster_info", bodies.decode_cluster_info),
-    ("decode_kv_table", bodies.decode_kv_table),
-    ("decode_topic_list", bodies.decode_topic_list),
-    ("decode_data_version", lambda b: bodies.decode_data_version(b, now_ms=NOW_MS)),
-    ("decode_register_result_body", bodies.decode_register_result_body),
+    ("decode_topic_route", route_bodies.decode_topic_route),
+    ("decode_cluster_info", route_bodies.decode_cluster_info),
+    ("decode_kv_table", admin_bodies.decode_kv_table),
+    ("decode_topic_list", admin_bodies.decode_topic_list),
+    ("decode_data_version", lambda b: body_common.decode_data_version(b, now_ms=NOW_MS)),
+    ("decode_register_result_body", admin_bodies.decode_register_result_body),
 )
 
 

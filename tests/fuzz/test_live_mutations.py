@@ -23,7 +23,7 @@ from typing import IO
 import psutil
 import pytest
 
-from cluster.core.protocol import bodies
+from cluster.core.protocol import body_common, register_body, route_bodies
 from cluster.core.protocol.codes import RequestCode, ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand
 from tests.conftest import Reaper
@@ -110,11 +110,11 @@ class Figures:
 def register_good_broker(addr: str) -> Conn:
     """A broker registered over a connection that stays open for the whole test."""
     conn = Conn(addr, timeout=ANSWER_DEADLINE_S)
-    topics = {TOPIC: bodies.topic_config(TOPIC, read_queue_nums=4, write_queue_nums=4)}
-    body = bodies.encode_register_body({"counter": 1, "timestamp": 1}, topics, [], False)
+    topics = {TOPIC: register_body.topic_config(TOPIC, read_queue_nums=4, write_queue_nums=4)}
+    body = register_body.encode_register_body({"counter": 1, "timestamp": 1}, topics, [], False)
     ext = {"brokerAddr": BROKER_ADDR, "brokerId": "0", "brokerName": BROKER,
            "clusterName": CLUSTER, "haServerAddr": BROKER_ADDR, "compressed": "false",
-           "bodyCrc32": str(bodies.crc32_java(body))}
+           "bodyCrc32": str(body_common.crc32_java(body))}
     reply = conn.call(RemotingCommand(code=RequestCode.REGISTER_BROKER, version=400,
                                       ext_fields=ext, body=body))
     assert reply.code == ResponseCode.SUCCESS, reply
@@ -124,7 +124,7 @@ def register_good_broker(addr: str) -> Conn:
 def check_route(reply: RemotingCommand) -> str | None:
     if reply.code != ResponseCode.SUCCESS:
         return f"route: code {reply.code} {reply.remark}"
-    route = bodies.decode_topic_route(reply.body)
+    route = route_bodies.decode_topic_route(reply.body)
     brokers = [(b["brokerName"], b["cluster"], b["brokerAddrs"]) for b in route["brokerDatas"]]
     queues = [(q["brokerName"], q["readQueueNums"], q["writeQueueNums"], q["perm"])
               for q in route["queueDatas"]]

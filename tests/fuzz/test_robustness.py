@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cluster.core.protocol import bodies
+from cluster.core.protocol import body_common, register_body, route_bodies
 from cluster.core.protocol.frame import FrameError, FrameReader, decode_command
 from tests.fuzz import targets
 from tests.fuzz.strategies import cuts, fuzz_settings
@@ -92,23 +92,23 @@ LONG_NUMBER = b"1" * 5000  # more digits than Python's int() converts by default
 
 
 def _register(body: bytes) -> object:
-    return bodies.decode_register_body(body, False, 400)
+    return register_body.decode_register_body(body, False, 400)
 
 
 @pytest.mark.parametrize(("decoder", "body"), [
-    (bodies.decode_data_version, b'{"counter":"' + LONG_NUMBER + b'","timestamp":1}'),
+    (body_common.decode_data_version, b'{"counter":"' + LONG_NUMBER + b'","timestamp":1}'),
     (_register, b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":'
                 b'{"counter":"' + LONG_NUMBER + b'"},"topicConfigTable":{}}}'),
     (_register, b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"perm":"'
                 + LONG_NUMBER + b'"}}}}'),
-    (bodies.decode_topic_route,
+    (route_bodies.decode_topic_route,
      b'{"brokerDatas":[{"brokerAddrs":{"' + LONG_NUMBER + b'":"a:1"}}],"queueDatas":[]}'),
-    (bodies.decode_cluster_info,
+    (route_bodies.decode_cluster_info,
      b'{"brokerAddrTable":{"b":{"brokerAddrs":{"' + LONG_NUMBER + b'":"a:1"}}}}'),
 ])
 def test_number_too_long_for_int_is_a_body_error(decoder: Any, body: bytes) -> None:
     """Was: ValueError (Python's int max str digits) out of the body decoders."""
-    with pytest.raises(bodies.BodyError, match="too many digits"):
+    with pytest.raises(body_common.BodyError, match="too many digits"):
         decoder(body)
     targets.run_body_decoders(body)
 
@@ -122,14 +122,14 @@ def _compressed_plain(line: bytes) -> bytes:
 def test_number_too_long_in_a_compressed_topic_line() -> None:
     plain = _compressed_plain(b"T " + LONG_NUMBER + b" 16 6 SINGLE_TAG")
     targets.run_input(targets.input_byte(4) + plain)
-    with pytest.raises(bodies.BodyError, match="bad number"):
-        bodies.decode_register_body(zlib.compress(plain), True, 400)
+    with pytest.raises(body_common.BodyError, match="bad number"):
+        register_body.decode_register_body(zlib.compress(plain), True, 400)
 
 
 def test_leading_zeros_still_parse_in_a_compressed_topic_line() -> None:
     """Java's Integer.parseInt takes any number of leading zeros."""
     plain = _compressed_plain(b"T 0000000000000016 16 6 SINGLE_TAG")
-    rb = bodies.decode_register_body(zlib.compress(plain), True, 400)
+    rb = register_body.decode_register_body(zlib.compress(plain), True, 400)
     assert rb.topic_configs["T"]["readQueueNums"] == 16
 
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cluster.client.admin_requests import decode_member_group
-from cluster.core.protocol import bodies, fastjson
+from cluster.core.protocol import admin_bodies, body_common, fastjson, register_body, route_bodies
 from cluster.core.protocol.codes import SerializeType
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import FrameReader, decode_command, decode_frame, encode_command
@@ -76,7 +76,7 @@ def test_command_round_trip_one_byte_at_a_time(data: st.DataObject) -> None:
 def _bean(cfg: dict[str, Any], compressed: bool) -> dict[str, Any]:
     """What a decoder returns for a config: the compressed line drops order and sysFlag."""
     if compressed:
-        return bodies.topic_config(
+        return register_body.topic_config(
             cfg["topicName"], read_queue_nums=cfg["readQueueNums"],
             write_queue_nums=cfg["writeQueueNums"], perm=cfg["perm"],
             topic_filter_type=cfg["topicFilterType"], attributes=cfg.get("attributes"))
@@ -93,16 +93,16 @@ def test_register_body_round_trip(data: st.DataObject) -> None:
     # A plain body without filterServerList reads as [] (fastjson omits the null), as in
     # Java where the list is never null; only the compressed layout writes "null".
     filters = data.draw((st.none() if compressed else st.nothing()) | st.lists(TEXT, max_size=3))
-    version = data.draw(st.sampled_from((bodies.V3_0_11, 400, bodies.V5_0_0)))
-    body = bodies.encode_register_body(dv, topics, filters, compressed,
-                                       with_attributes=with_attributes)
-    rb = bodies.decode_register_body(body, compressed, version, now_ms=NOW)
+    version = data.draw(st.sampled_from((register_body.V3_0_11, 400, register_body.V5_0_0)))
+    body = register_body.encode_register_body(dv, topics, filters, compressed,
+                                              with_attributes=with_attributes)
+    rb = register_body.decode_register_body(body, compressed, version, now_ms=NOW)
     assert rb.data_version == dv
     assert rb.topic_configs == {k: _bean(c, compressed) for k, c in topics.items()}
     assert rb.filter_servers == filters
-    queues = bodies.decode_register_queues(body, compressed, version, now_ms=NOW)
-    assert queues == bodies.queue_fields(topics)
-    head = bodies.register_head(body, compressed, version, now_ms=NOW)
+    queues = register_body.decode_register_queues(body, compressed, version, now_ms=NOW)
+    assert queues == register_body.queue_fields(topics)
+    head = register_body.register_head(body, compressed, version, now_ms=NOW)
     if compressed:
         assert head is None
     elif head is not None:
@@ -118,16 +118,17 @@ def test_register_body_round_trip(data: st.DataObject) -> None:
 def test_register_wrapper_before_v3_0_11(dv: dict[str, int],
                                          topics: dict[str, dict[str, Any]]) -> None:
     """Brokers older than V3_0_11 send the TopicConfigSerializeWrapper alone."""
-    body = bodies.encode_register_body(dv, topics, [], False)
+    body = register_body.encode_register_body(dv, topics, [], False)
     wrapper = fastjson.dumpb(orjson.loads(body)["topicConfigSerializeWrapper"])
-    rb = bodies.decode_register_body(wrapper, False, 36, now_ms=NOW)
+    rb = register_body.decode_register_body(wrapper, False, 36, now_ms=NOW)
     assert (rb.data_version, rb.topic_configs, rb.filter_servers) == (dv, topics, None)
 
 
 @fuzz_settings(200)
 @given(ROUTES, st.booleans())
 def test_topic_route_round_trip(route: dict[str, Any], standard: bool) -> None:
-    assert bodies.decode_topic_route(bodies.encode_topic_route(route, standard)) == route
+    body = route_bodies.encode_topic_route(route, standard)
+    assert route_bodies.decode_topic_route(body) == route
 
 
 @fuzz_settings(150)
@@ -135,36 +136,36 @@ def test_topic_route_round_trip(route: dict[str, Any], standard: bool) -> None:
        st.dictionaries(TEXT, st.lists(TEXT, max_size=3), max_size=3))
 def test_cluster_info_round_trip(brokers: dict[str, Any], clusters: dict[str, list[str]]
                                  ) -> None:
-    got = bodies.decode_cluster_info(bodies.encode_cluster_info(brokers, clusters))
+    got = route_bodies.decode_cluster_info(route_bodies.encode_cluster_info(brokers, clusters))
     assert got == {"brokerAddrTable": brokers, "clusterAddrTable": clusters}
 
 
 @fuzz_settings(150)
 @given(st.dictionaries(TEXT, TEXT, max_size=6))
 def test_kv_table_round_trip(table: dict[str, str]) -> None:
-    body = bodies.encode_kv_table(table)
-    assert bodies.decode_kv_table(body) == table
-    assert bodies.decode_register_result_body(body) == table
+    body = admin_bodies.encode_kv_table(table)
+    assert admin_bodies.decode_kv_table(body) == table
+    assert admin_bodies.decode_register_result_body(body) == table
 
 
 @fuzz_settings(150)
 @given(st.lists(TEXT, max_size=6), st.none() | TEXT)
 def test_topic_list_round_trip(topics: list[str], broker_addr: str | None) -> None:
-    got = bodies.decode_topic_list(bodies.encode_topic_list(topics, broker_addr))
+    got = admin_bodies.decode_topic_list(admin_bodies.encode_topic_list(topics, broker_addr))
     assert got == {"brokerAddr": broker_addr, "topicList": topics}
 
 
 @fuzz_settings(150)
 @given(DATA_VERSION)
 def test_data_version_round_trip(dv: dict[str, int]) -> None:
-    assert bodies.decode_data_version(bodies.encode_data_version(dv), now_ms=NOW) == dv
+    assert body_common.decode_data_version(body_common.encode_data_version(dv), now_ms=NOW) == dv
 
 
 @fuzz_settings(150)
 @given(st.none() | TEXT, st.none() | TEXT, BROKER_ADDRS)
 def test_broker_member_group_round_trip(cluster: str | None, broker: str | None,
                                         addrs: dict[int, str]) -> None:
-    got = decode_member_group(bodies.encode_broker_member_group(cluster, broker, addrs))
+    got = decode_member_group(route_bodies.encode_broker_member_group(cluster, broker, addrs))
     assert got == {"cluster": cluster, "brokerName": broker, "brokerAddrs": addrs}
 
 
@@ -190,9 +191,9 @@ def test_compressed_block_layout_survives_any_payload(payload: bytes) -> None:
     """A compressed body that inflates to arbitrary bytes is decoded or refused, never
     more: the same contract as the plain decoders."""
     body = zlib.compress(payload)
-    for version in (400, bodies.V5_0_0):
-        with contextlib.suppress(bodies.BodyError):
-            bodies.decode_register_body(body, True, version, now_ms=NOW)
+    for version in (400, register_body.V5_0_0):
+        with contextlib.suppress(body_common.BodyError):
+            register_body.decode_register_body(body, True, version, now_ms=NOW)
 
 
 def test_commands_strategy_reaches_both_encodings() -> None:

@@ -6,9 +6,10 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from cluster.core.protocol import bodies
+from cluster.core.protocol import body_common
 from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.register_body import encode_register_body, topic_config
 
 RQ = RequestCode
 JSON, BINARY = SerializeType.JSON, SerializeType.ROCKETMQ
@@ -27,15 +28,14 @@ def cmd(code: int, ext: Mapping[str, str] | None = None, body: bytes | None = No
 
 def topic(name: str, queues: int = 4, perm: int = 6, sysflag: int = 0,
           order: bool = False) -> dict[str, Any]:
-    return bodies.topic_config(name, read_queue_nums=queues, write_queue_nums=queues,
-                               perm=perm, topic_sys_flag=sysflag, order=order)
+    return topic_config(name, read_queue_nums=queues, write_queue_nums=queues,
+                        perm=perm, topic_sys_flag=sysflag, order=order)
 
 
 def register_body(topics: list[dict[str, Any]], dv: Mapping[str, int],
                   compressed: bool = False, filters: list[str] | None = None) -> bytes:
     table = {t["topicName"]: t for t in topics}
-    return bodies.encode_register_body(dv, table, [] if filters is None else filters,
-                                       compressed)
+    return encode_register_body(dv, table, [] if filters is None else filters, compressed)
 
 
 def register(cluster: str, name: str, addr: str, broker_id: int = 0,
@@ -52,7 +52,7 @@ def register(cluster: str, name: str, addr: str, broker_id: int = 0,
     ext = {"brokerName": name, "brokerAddr": addr, "clusterName": cluster,
            "haServerAddr": _ha(addr), "brokerId": str(broker_id),
            "compressed": "true" if compressed else "false",
-           "bodyCrc32": str(bodies.crc32_java(body)) if crc is None else crc,
+           "bodyCrc32": str(body_common.crc32_java(body)) if crc is None else crc,
            **(extra or {})}
     return cmd(RQ.REGISTER_BROKER, ext, body or None, stype, oneway, version)
 
@@ -74,7 +74,7 @@ def query_data_version(cluster: str, name: str, addr: str, broker_id: int,
                        stype: SerializeType = JSON) -> RemotingCommand:
     ext = {"brokerName": name, "brokerAddr": addr, "clusterName": cluster,
            "brokerId": str(broker_id)}
-    body = None if dv is None else bodies.encode_data_version(dv)
+    body = None if dv is None else body_common.encode_data_version(dv)
     return cmd(RQ.QUERY_DATA_VERSION, ext, body, stype)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cluster.core.protocol import bodies
+from cluster.core.protocol import body_common, fastjson
 from cluster.core.protocol.codes import SerializeType
 from cluster.core.protocol.command import RemotingCommand
 from tests.java_diff import build as b
@@ -111,7 +111,7 @@ def master_slave(p: str, st: SerializeType) -> list[Step]:
         Step("qdv unknown broker", b.query_data_version(c, n, _addr(p, 9), 0, DV1, st)),
         Step("qdv without body", b.query_data_version(c, n, m, 0, None, st), conn=m),
         Step("qdv without brokerAddr", b.cmd(RQ.QUERY_DATA_VERSION, {"brokerName": n},
-                                             bodies.encode_data_version(DV1), st)),
+                                             body_common.encode_data_version(DV1), st)),
         Step("master unregisters", b.unregister(c, n, m, 0, st)),
         Step("cluster info, slave left", b.cluster_info(st)),
         Step("route, slave left", b.route(t1, st)),
@@ -180,7 +180,7 @@ def bodies_and_crc(p: str, st: SerializeType) -> list[Step]:
     topics = [b.topic(f"{p}T{i}", queues=i + 1) for i in range(3)]
     body = b.register_body(topics, DV1)
     zbody = b.register_body(topics, DV1, compressed=True)
-    crc = bodies.crc32_java(body)
+    crc = body_common.crc32_java(body)
     steps = [
         Step("compressed", b.register(c, n, addrs[0], 0, topics, DV1, compressed=True, stype=st),
              conn=addrs[0]),
@@ -200,7 +200,7 @@ def bodies_and_crc(p: str, st: SerializeType) -> list[Step]:
                                                    compressed=True, crc=str(crc), stype=st)),
         Step("no body", b.register(c, f"{n}8", addrs[9], 0, body=b"", stype=st)),
         Step("old version wrapper", b.register(
-            c, f"{n}9", addrs[10], 0, body=bodies.fastjson.dumpb(
+            c, f"{n}9", addrs[10], 0, body=fastjson.dumpb(
                 {"dataVersion": DV1, "topicConfigTable": {t["topicName"]: t for t in topics}}),
             stype=st, version=30)),
         Step("garbage body", b.register(c, f"{n}10", addrs[0], 1, body=b"{not json", stype=st)),

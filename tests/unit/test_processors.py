@@ -8,14 +8,14 @@ from typing import Any
 
 import orjson
 
-from cluster.core.protocol import bodies
+from cluster.core.protocol import body_common, register_body
 from cluster.core.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.lenient import loads_lenient
-from state import nsconfig
+from state import nsconfig, queries
 from state.store import Store
 from worker.context import NodeContext
-from worker.processors import HANDLERS, handle, on_channel_destroy
+from worker.processors import HANDLERS, REFUSAL_CODES, UNIT_LISTS, handle, on_channel_destroy
 
 C = "DefaultCluster"
 RC = ResponseCode
@@ -37,14 +37,14 @@ def register_request(name: str, addr: str, topics: dict[str, int], broker_id: in
                      dv: dict[str, int] | None = None, cluster: str = C, version: int = 409,
                      filters: list[str] | None = None, compressed: bool = False
                      ) -> RemotingCommand:
-    configs = {t: bodies.topic_config(t, read_queue_nums=q, write_queue_nums=q)
+    configs = {t: register_body.topic_config(t, read_queue_nums=q, write_queue_nums=q)
                for t, q in topics.items()}
-    body = bodies.encode_register_body(dv or {"counter": 1, "timestamp": 1}, configs,
-                                       [] if filters is None else filters, compressed)
+    body = register_body.encode_register_body(dv or {"counter": 1, "timestamp": 1}, configs,
+                                              [] if filters is None else filters, compressed)
     ext = {"brokerName": name, "brokerAddr": addr, "clusterName": cluster,
            "haServerAddr": addr + "0", "brokerId": str(broker_id),
            "compressed": "true" if compressed else "false",
-           "bodyCrc32": str(bodies.crc32_java(body))}
+           "bodyCrc32": str(body_common.crc32_java(body))}
     return request(103, ext, body, version)
 
 
@@ -289,6 +289,17 @@ def test_update_config_blacklist_and_unknown_key(ctx: NodeContext) -> None:
 def test_update_config_refuses_line_breaks(ctx: NodeContext) -> None:
     reply = call(ctx, request(318, body=b"nodeName=a\\nb"))
     assert reply.code == RC.SYSTEM_ERROR and "line break" in (reply.remark or "")
+
+
+def test_config_refusals_and_unit_lists_map_to_the_wire(ctx: NodeContext) -> None:
+    assert set(REFUSAL_CODES) == set(nsconfig.Refusal)
+    reply = call(ctx, request(318, body=b"ioWorkers=2"))
+    assert reply.code == RC.SYSTEM_ERROR
+    assert "ioWorkers cannot change while the node runs" in (reply.remark or "")
+    reply = call(ctx, request(318, body=b"brokerChannelExpiredTime=1"))
+    assert reply.code == RC.SYSTEM_ERROR
+    assert "bad value for brokerChannelExpiredTime" in (reply.remark or "")
+    assert set(UNIT_LISTS) == {311, 312, 313} and set(UNIT_LISTS.values()) == set(queries.UnitList)
 
 
 def test_get_config(ctx: NodeContext) -> None:

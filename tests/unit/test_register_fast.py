@@ -11,8 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
-from cluster.core.protocol import bodies, register_scan
-from cluster.core.protocol.bodies import BodyError
+from cluster.core.protocol import body_common, register_body, register_scan
+from cluster.core.protocol.body_common import BodyError
 from cluster.core.protocol.codes import ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from state import route
@@ -47,10 +47,10 @@ def decodes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
             return fn(*args, **kwargs)
         return wrapped
 
-    monkeypatch.setattr(bodies, "decode_register_body",
-                        counting("body", bodies.decode_register_body))
-    monkeypatch.setattr(bodies, "decode_register_queues",
-                        counting("queues", bodies.decode_register_queues))
+    monkeypatch.setattr(register_body, "decode_register_body",
+                        counting("body", register_body.decode_register_body))
+    monkeypatch.setattr(register_body, "decode_register_queues",
+                        counting("queues", register_body.decode_register_queues))
     monkeypatch.setattr(register_scan, "decode_register_named_queues",
                         counting("queues", register_scan.decode_register_named_queues))
     return counts
@@ -81,12 +81,12 @@ def generation(ctx: NodeContext) -> int:
 
 def plain_body(configs: dict[str, Any], dv: dict[str, int] = DV1,
                filters: Sequence[str] | None = (), **kw: Any) -> bytes:
-    return bodies.encode_register_body(dv, configs, None if filters is None else list(filters),
-                                       False, **kw)
+    return register_body.encode_register_body(
+        dv, configs, None if filters is None else list(filters), False, **kw)
 
 
 def configs(**queues: int) -> dict[str, dict[str, Any]]:
-    return {t: bodies.topic_config(t, read_queue_nums=q, write_queue_nums=q)
+    return {t: register_body.topic_config(t, read_queue_nums=q, write_queue_nums=q)
             for t, q in queues.items()}
 
 
@@ -95,7 +95,7 @@ def configs(**queues: int) -> dict[str, dict[str, Any]]:
 
 def test_head_of_a_fastjson_body() -> None:
     body = plain_body(configs(T=4), {"counter": 7, "timestamp": 9}, ["f:1", "f:2"])
-    head = bodies.register_head(body, False, 409)
+    head = register_body.register_head(body, False, 409)
     assert head is not None
     assert head.data_version == {"counter": 7, "timestamp": 9}
     assert head.filter_servers == ["f:1", "f:2"]
@@ -105,11 +105,11 @@ def test_head_of_a_fastjson_body() -> None:
 def test_head_keeps_state_version_null_filters_and_missing_timestamp() -> None:
     body = (b'{"filterServerList":null,"topicConfigSerializeWrapper":'
             b'{"dataVersion":{"counter":3,"stateVersion":5},"topicConfigTable":{}}}')
-    head = bodies.register_head(body, False, 409, now_ms=42)
+    head = register_body.register_head(body, False, 409, now_ms=42)
     assert head is not None and head.filter_servers is None
     assert head.data_version == {"counter": 3, "stateVersion": 5, "timestamp": 42}
-    assert head.data_version == bodies.decode_register_body(body, False, 409, now_ms=42
-                                                            ).data_version
+    assert head.data_version == register_body.decode_register_body(body, False, 409, now_ms=42
+                                                                   ).data_version
 
 
 @pytest.mark.parametrize("body", [
@@ -123,39 +123,39 @@ def test_head_keeps_state_version_null_filters_and_missing_timestamp() -> None:
     b"",
 ])
 def test_head_refuses_other_shapes(body: bytes) -> None:
-    assert bodies.register_head(body, False, 409) is None
+    assert register_body.register_head(body, False, 409) is None
 
 
 def test_head_needs_the_filter_list_first() -> None:
     body = plain_body(configs(T=4), filters=None)
     assert not body.startswith(b'{"filterServerList"')
-    assert bodies.register_head(body, False, 409) is None
+    assert register_body.register_head(body, False, 409) is None
 
 
 def test_head_refuses_compressed_and_old_versions() -> None:
     body = plain_body(configs(T=4))
-    assert bodies.register_head(body, False, 409) is not None
-    assert bodies.register_head(body, True, 409) is None
-    assert bodies.register_head(body, False, 36) is None
+    assert register_body.register_head(body, False, 409) is not None
+    assert register_body.register_head(body, True, 409) is None
+    assert register_body.register_head(body, False, 36) is None
 
 
 def test_digest_covers_only_the_topic_table() -> None:
     a = plain_body(configs(T=4), DV1, [])
     b = plain_body(configs(T=4), DV2, ["f:1"])
     c = plain_body(configs(T=5), DV1, [])
-    ha, hb, hc = (bodies.register_head(x, False, 409) for x in (a, b, c))
+    ha, hb, hc = (register_body.register_head(x, False, 409) for x in (a, b, c))
     assert ha is not None and hb is not None and hc is not None
-    assert bodies.topic_table_digest(a, ha) == bodies.topic_table_digest(b, hb)
-    assert bodies.topic_table_digest(a, ha) != bodies.topic_table_digest(c, hc)
+    assert register_body.topic_table_digest(a, ha) == register_body.topic_table_digest(b, hb)
+    assert register_body.topic_table_digest(a, ha) != register_body.topic_table_digest(c, hc)
 
 
 # ---------------------------------------------------------------- decode_register_queues
 
 
 def _expected(body: bytes, compressed: bool = False, version: int = 409
-              ) -> dict[str, bodies.QueueFields]:
-    return bodies.queue_fields(bodies.decode_register_body(body, compressed, version,
-                                                           now_ms=1).topic_configs)
+              ) -> dict[str, register_body.QueueFields]:
+    return register_body.queue_fields(register_body.decode_register_body(body, compressed, version,
+                                                                         now_ms=1).topic_configs)
 
 
 def test_queues_of_plain_attribute_compressed_and_old_bodies() -> None:
@@ -163,15 +163,15 @@ def test_queues_of_plain_attribute_compressed_and_old_bodies() -> None:
     cfgs["B"]["perm"], cfgs["B"]["topicSysFlag"] = 4, 2
     want = {"A": (6, 4, 0, 4), "B": (4, 8, 2, 8)}
     plain = plain_body(cfgs)
-    assert bodies.decode_register_queues(plain, False, 409) == want == _expected(plain)
+    assert register_body.decode_register_queues(plain, False, 409) == want == _expected(plain)
     attrs = plain_body(cfgs, with_attributes=True)
-    assert bodies.decode_register_queues(attrs, False, 409) == want
-    packed = bodies.encode_register_body(DV1, cfgs, [], True)
-    assert bodies.decode_register_queues(packed, True, 409) == _expected(packed, True)
-    assert bodies.decode_register_queues(packed, True, 409)["B"] == (4, 8, 0, 8)
+    assert register_body.decode_register_queues(attrs, False, 409) == want
+    packed = register_body.encode_register_body(DV1, cfgs, [], True)
+    assert register_body.decode_register_queues(packed, True, 409) == _expected(packed, True)
+    assert register_body.decode_register_queues(packed, True, 409)["B"] == (4, 8, 0, 8)
     old = orjson.dumps({"dataVersion": DV1, "topicConfigTable": cfgs})
-    assert bodies.decode_register_queues(old, False, 36) == want
-    assert bodies.decode_register_queues(None, False, 409) == {}
+    assert register_body.decode_register_queues(old, False, 36) == want
+    assert register_body.decode_register_queues(None, False, 409) == {}
 
 
 def _raw_table(table: dict[str, Any]) -> bytes:
@@ -180,7 +180,7 @@ def _raw_table(table: dict[str, Any]) -> bytes:
 
 
 def test_queues_of_unusual_configs_match_the_full_decode() -> None:
-    base = bodies.topic_config("T", read_queue_nums=3, write_queue_nums=5)
+    base = register_body.topic_config("T", read_queue_nums=3, write_queue_nums=5)
     table = {
         "keyed": {**base, "topicName": ""},
         "text": {**base, "topicName": "text", "perm": "4", "order": "true"},
@@ -189,7 +189,7 @@ def test_queues_of_unusual_configs_match_the_full_decode() -> None:
         "dup2": {**base, "topicName": "same", "perm": 4},
     }
     body = _raw_table(table)
-    got = bodies.decode_register_queues(body, False, 409)
+    got = register_body.decode_register_queues(body, False, 409)
     assert got == _expected(body)
     assert got == {"keyed": (6, 3, 0, 5), "text": (4, 3, 0, 5), "sparse": (6, 16, 0, 16),
                    "same": (4, 3, 0, 5)}
@@ -199,11 +199,11 @@ def test_queues_of_unusual_configs_match_the_full_decode() -> None:
     {"order": "maybe"}, {"perm": {}}, {"topicFilterType": []}, {"attributes": 3},
 ])
 def test_queues_raise_the_full_decodes_error(bad: dict[str, Any]) -> None:
-    body = _raw_table({"T": {**bodies.topic_config("T"), **bad}})
+    body = _raw_table({"T": {**register_body.topic_config("T"), **bad}})
     with pytest.raises(BodyError) as full:
-        bodies.decode_register_body(body, False, 409)
+        register_body.decode_register_body(body, False, 409)
     with pytest.raises(BodyError) as fast:
-        bodies.decode_register_queues(body, False, 409)
+        register_body.decode_register_queues(body, False, 409)
     assert str(fast.value) == str(full.value)
 
 
@@ -235,7 +235,7 @@ def test_unchanged_version_never_reads_a_malformed_table(ctx: NodeContext) -> No
     good = register_request("broker-a", "10.0.0.1:10911", TOPICS)
     assert good.body is not None and good.ext_fields is not None
     body = good.body[:-3] + b"<not json>"
-    good.ext_fields["bodyCrc32"] = str(bodies.crc32_java(body))
+    good.ext_fields["bodyCrc32"] = str(body_common.crc32_java(body))
     reply = call(ctx, request(103, good.ext_fields, body))
     assert reply.code == ResponseCode.SUCCESS
 
@@ -326,7 +326,7 @@ def test_other_brokers_registrations_keep_the_digest(
 def test_table_is_decoded_inside_the_write_when_the_state_moved(store: Store) -> None:
     loads: list[int] = []
 
-    def load() -> dict[str, bodies.QueueFields]:
+    def load() -> dict[str, register_body.QueueFields]:
         loads.append(1)
         return {"T": (6, 4, 0, 4)}
 
@@ -355,9 +355,9 @@ def test_unregistering_the_name_drops_its_digest(store: Store) -> None:
 
 
 @pytest.fixture()
-def applied(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, bodies.QueueFields]]:
+def applied(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, register_body.QueueFields]]:
     """The topic → QueueFields maps handed to route._apply_queues, one per application."""
-    calls: list[dict[str, bodies.QueueFields]] = []
+    calls: list[dict[str, register_body.QueueFields]] = []
     real = route._apply_queues
 
     def spy(t: Any, name: str, queues: Any) -> None:
@@ -377,7 +377,7 @@ def perms(ctx: NodeContext, topic: str) -> dict[str, int] | None:
 
 
 def test_changed_version_applies_only_the_changed_topics(
-        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]]) -> None:
+        ctx: NodeContext, applied: list[dict[str, register_body.QueueFields]]) -> None:
     register(ctx, {"TopicA": 4, "TopicB": 8, "TopicC": 2})
     register(ctx, {"TopicA": 4, "TopicB": 9, "TopicC": 2, "TopicD": 1}, dv=DV2)
     assert applied[1] == {"TopicB": (6, 9, 0, 9), "TopicD": (6, 1, 0, 1)}
@@ -389,7 +389,7 @@ def test_changed_version_applies_only_the_changed_topics(
 
 
 def test_topics_left_out_stay_and_come_back_without_a_write(
-        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]]) -> None:
+        ctx: NodeContext, applied: list[dict[str, register_body.QueueFields]]) -> None:
     register(ctx, {"TopicA": 4, "TopicB": 8})
     register(ctx, {"TopicA": 5}, dv=DV2)
     assert queue_nums(ctx, "TopicB") == {"broker-a": 8}
@@ -406,7 +406,7 @@ def test_topics_left_out_stay_and_come_back_without_a_write(
     request(216, {"topic": "TopicA"}),
 ])
 def test_a_wiped_or_deleted_topic_is_restored_by_the_next_changed_table(
-        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]],
+        ctx: NodeContext, applied: list[dict[str, register_body.QueueFields]],
         edit: RemotingCommand) -> None:
     register(ctx, {"TopicA": 4, "TopicB": 8})
     assert call(ctx, edit).code == ResponseCode.SUCCESS
@@ -423,7 +423,7 @@ def register_configs(ctx: NodeContext, cfgs: dict[str, dict[str, Any]],
                      dv: dict[str, int]) -> None:
     body = plain_body(cfgs, dv)
     ext = {"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911", "clusterName": "C",
-           "brokerId": "0", "bodyCrc32": str(bodies.crc32_java(body))}
+           "brokerId": "0", "bodyCrc32": str(body_common.crc32_java(body))}
     assert call(ctx, request(103, ext, body)).code == ResponseCode.SUCCESS
 
 
@@ -447,7 +447,7 @@ def test_add_write_perm_and_register_topic_also_void_the_applied_queues(
 
 
 def test_two_brokers_sharing_topics_keep_their_own_applied_queues(
-        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]]) -> None:
+        ctx: NodeContext, applied: list[dict[str, register_body.QueueFields]]) -> None:
     def register_b(topics: dict[str, int], dv: dict[str, int]) -> None:
         reply = call(ctx, register_request("broker-b", "10.0.0.9:10911", topics, dv=dv))
         assert reply.code == ResponseCode.SUCCESS
@@ -465,7 +465,7 @@ def test_two_brokers_sharing_topics_keep_their_own_applied_queues(
 
 
 def test_slave_never_applies_nor_touches_the_applied_queues(
-        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]]) -> None:
+        ctx: NodeContext, applied: list[dict[str, register_body.QueueFields]]) -> None:
     register(ctx, {"TopicA": 4})
     stored = read(ctx, APPLIED_QUEUES, "broker-a")
     for dv in (DV1, DV2, DV3):
@@ -479,7 +479,7 @@ def test_slave_never_applies_nor_touches_the_applied_queues(
 
 
 def test_removing_the_broker_drops_its_applied_queues(
-        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]]) -> None:
+        ctx: NodeContext, applied: list[dict[str, register_body.QueueFields]]) -> None:
     register(ctx, {"TopicA": 4})
     unregister = request(104, {"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911",
                                "clusterName": "DefaultCluster", "brokerId": "0"})
@@ -491,7 +491,7 @@ def test_removing_the_broker_drops_its_applied_queues(
 
 
 def test_compressed_tables_use_the_applied_queues_too(
-        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]]) -> None:
+        ctx: NodeContext, applied: list[dict[str, register_body.QueueFields]]) -> None:
     register(ctx, {"TopicA": 4, "TopicB": 8}, compressed=True)
     register(ctx, {"TopicA": 4, "TopicB": 2}, dv=DV2, compressed=True)
     assert applied[1] == {"TopicB": (6, 2, 0, 2)}
@@ -500,7 +500,7 @@ def test_compressed_tables_use_the_applied_queues_too(
 
 
 def test_applied_queues_are_read_back_from_the_store(
-        ctx: NodeContext, applied: list[dict[str, bodies.QueueFields]],
+        ctx: NodeContext, applied: list[dict[str, register_body.QueueFields]],
         monkeypatch: pytest.MonkeyPatch) -> None:
     register(ctx, {"TopicA": 4, "TopicB": 8})
     monkeypatch.setattr(route, "_APPLIED_MEMO", {})

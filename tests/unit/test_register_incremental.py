@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cluster.core.protocol import bodies, register_scan
+from cluster.core.protocol import body_common, register_body, register_scan
 from state import route
 from state.store import APPLIED_TABLES, TABLES, Store
 from tests.unit.test_processors import make_ctx, request
@@ -102,10 +102,11 @@ def pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pair]:
 
 
 def _config(rng: random.Random, name: str) -> dict[str, Any]:
-    return bodies.topic_config(name, read_queue_nums=rng.choice((1, 4, 8)),
-                               write_queue_nums=rng.choice((1, 4, 8)),
-                               perm=rng.choice((2, 4, 6)), topic_sys_flag=rng.choice((0, 0, 1)),
-                               order=rng.random() < 0.1)
+    return register_body.topic_config(name, read_queue_nums=rng.choice((1, 4, 8)),
+                                      write_queue_nums=rng.choice((1, 4, 8)),
+                                      perm=rng.choice((2, 4, 6)),
+                                      topic_sys_flag=rng.choice((0, 0, 1)),
+                                      order=rng.random() < 0.1)
 
 
 class Broker:
@@ -140,8 +141,8 @@ class Broker:
 
     def body(self, compressed: bool, attributes: bool, filters: list[str] | None) -> bytes:
         dv = {"counter": self.counter, "timestamp": 7}
-        return bodies.encode_register_body(dv, self.table, filters, compressed,
-                                           with_attributes=attributes)
+        return register_body.encode_register_body(dv, self.table, filters, compressed,
+                                                  with_attributes=attributes)
 
 
 _ENTRY = re.compile(rb',"[A-Za-z0-9]+":\{[^{}]*\}')
@@ -185,7 +186,7 @@ def _register(pair: Pair, rng: random.Random, broker: Broker) -> None:
     version = 36 if rng.random() < 0.03 else 409
     ext = {"brokerName": broker.name, "brokerAddr": ADDRS[(broker.name, broker_id)],
            "clusterName": "C", "brokerId": str(broker_id), "haServerAddr": "h:1",
-           "compressed": str(compressed).lower(), "bodyCrc32": str(bodies.crc32_java(body))}
+           "compressed": str(compressed).lower(), "bodyCrc32": str(body_common.crc32_java(body))}
     pair.send(103, ext, body, version)
 
 
@@ -230,9 +231,9 @@ def test_a_long_sequence_takes_the_incremental_path_and_matches(pair: Pair) -> N
 
 
 def test_pieces_of_fastjson_bodies() -> None:
-    cfgs = {t: bodies.topic_config(t, read_queue_nums=4, write_queue_nums=4) for t in "AB"}
-    body = bodies.encode_register_body({"counter": 1, "timestamp": 1}, cfgs, [], False)
-    head = bodies.register_head(body, False, 409)
+    cfgs = {t: register_body.topic_config(t, read_queue_nums=4, write_queue_nums=4) for t in "AB"}
+    body = register_body.encode_register_body({"counter": 1, "timestamp": 1}, cfgs, [], False)
+    head = register_body.register_head(body, False, 409)
     assert head is not None
     pieces = register_scan.PlainTable(body, head, 409, None).pieces()
     assert pieces is not None and len(pieces) == 2
@@ -250,16 +251,17 @@ def test_pieces_of_fastjson_bodies() -> None:
     b'"topicConfigTable":{"A":{"perm":6}}} }',
 ])
 def test_other_layouts_are_not_cut(body: bytes) -> None:
-    head = bodies.register_head(body, False, 409)
+    head = register_body.register_head(body, False, 409)
     assert head is not None
     assert register_scan.PlainTable(body, head, 409, None).pieces() is None
 
 
 def test_many_new_pieces_give_up_for_the_full_decode() -> None:
     def table(n: int, read: int) -> register_scan.PlainTable:
-        cfgs = {f"T{i}": bodies.topic_config(f"T{i}", read_queue_nums=read) for i in range(n)}
-        body = bodies.encode_register_body({"counter": 1, "timestamp": 1}, cfgs, [], False)
-        head = bodies.register_head(body, False, 409)
+        cfgs = {f"T{i}": register_body.topic_config(f"T{i}", read_queue_nums=read)
+                for i in range(n)}
+        body = register_body.encode_register_body({"counter": 1, "timestamp": 1}, cfgs, [], False)
+        head = register_body.register_head(body, False, 409)
         assert head is not None
         return register_scan.PlainTable(body, head, 409, None)
 
@@ -273,16 +275,16 @@ def test_many_new_pieces_give_up_for_the_full_decode() -> None:
 
 def test_a_topic_read_alone_must_not_also_be_known_in_the_same_table() -> None:
     def plain(body: bytes) -> register_scan.PlainTable:
-        head = bodies.register_head(body, False, 409)
+        head = register_body.register_head(body, False, 409)
         assert head is not None
         return register_scan.PlainTable(body, head, 409, None)
 
-    cfgs = {t: bodies.topic_config(t) for t in ("A", "B", *(f"C{i}" for i in range(20)))}
-    old = plain(bodies.encode_register_body({"counter": 1, "timestamp": 1}, cfgs, [], False))
+    cfgs = {t: register_body.topic_config(t) for t in ("A", "B", *(f"C{i}" for i in range(20)))}
+    old = plain(register_body.encode_register_body({"counter": 1, "timestamp": 1}, cfgs, [], False))
     known = old.known(old.queues())
     assert known is not None and known.owner("B") is not None
-    again = {**cfgs, "B2": {**bodies.topic_config("B"), "perm": 2}}
-    body = bodies.encode_register_body({"counter": 2, "timestamp": 1}, again, [], False)
+    again = {**cfgs, "B2": {**register_body.topic_config("B"), "perm": 2}}
+    body = register_body.encode_register_body({"counter": 2, "timestamp": 1}, again, [], False)
     body = body.replace(b'"B2"', b'"B"')
-    assert bodies.decode_register_queues(body, False, 409)["B"] == (2, 16, 0, 16)
+    assert register_body.decode_register_queues(body, False, 409)["B"] == (2, 16, 0, 16)
     assert plain(body).diff(known) is None

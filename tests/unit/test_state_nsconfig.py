@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from cluster.core.protocol.codes import ResponseCode
 from cluster.core.protocol.properties import parse_properties
 from cluster.core.settings_schema import SETTINGS, Kind, Setting, Update
 from state import nsconfig
+from state.nsconfig import Refusal, Refused
 from state.store import Store
 
 # GET_NAMESRV_CONFIG of a real NameServer 4.9.8 on Java 17 started with `-c` (key order).
@@ -35,7 +35,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
     s.destroy()
 
 
-def _update(store: Store, props: dict[str, str]) -> tuple[int, str | None]:
+def _update(store: Store, props: dict[str, str]) -> Refused | None:
     with store.write() as t:
         return nsconfig.update(t, props)
 
@@ -48,7 +48,7 @@ def test_defaults_and_typed_getters(store: Store) -> None:
 
 
 def test_update_known_key_persists_sorted_file(store: Store, tmp_path: Path) -> None:
-    assert _update(store, {"orderMessageEnable": "TRUE", "enableTopicList": " false"}) == (0, None)
+    assert _update(store, {"orderMessageEnable": "TRUE", "enableTopicList": " false"}) is None
     with store.read() as t:
         assert nsconfig.get_bool(t, "orderMessageEnable") is True
         assert nsconfig.get_bool(t, "enableTopicList") is False
@@ -62,8 +62,8 @@ def test_update_known_key_persists_sorted_file(store: Store, tmp_path: Path) -> 
 @pytest.mark.parametrize("key", ["configStorePath", "kvConfigPath", "configBlackList",
                                  "rocketmqHome"])
 def test_blacklisted_keys_are_refused(store: Store, tmp_path: Path, key: str) -> None:
-    code, remark = _update(store, {key: "/tmp/evil", "orderMessageEnable": "true"})
-    assert (code, remark) == (ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+    refused = _update(store, {key: "/tmp/evil", "orderMessageEnable": "true"})
+    assert refused == Refused(Refusal.BLACK_LIST, "Can not update config in black list.")
     with store.read() as t:
         assert nsconfig.get_bool(t, "orderMessageEnable") is False
     assert not (tmp_path / "namesrv.properties").exists()
@@ -74,8 +74,9 @@ def test_configured_blacklist_is_honoured(tmp_path: Path) -> None:
     try:
         nsconfig.initialize(s, {"configBlackList": "enableTopicList"}, "", "")
         with s.write() as t:
-            assert nsconfig.update(t, {"enableTopicList": "false"})[0] == ResponseCode.NO_PERMISSION
-            assert nsconfig.update(t, {"kvConfigPath": "x"})[0] == ResponseCode.NO_PERMISSION
+            for props in ({"enableTopicList": "false"}, {"kvConfigPath": "x"}):
+                refused = nsconfig.update(t, props)
+                assert refused is not None and refused.reason is Refusal.BLACK_LIST
     finally:
         s.destroy()
 
@@ -83,23 +84,24 @@ def test_configured_blacklist_is_honoured(tmp_path: Path) -> None:
 @pytest.mark.parametrize("props", [{"productEnvName": "a\nrm -rf /"},
                                    {"productEnvName": "a\rb"}, {"a\nb": "c"}])
 def test_line_breaks_are_refused(store: Store, props: dict[str, str]) -> None:
-    code, remark = _update(store, props)
-    assert code == ResponseCode.SYSTEM_ERROR and remark and "line break" in remark
+    refused = _update(store, props)
+    assert refused is not None and refused.reason is Refusal.LINE_BREAK
+    assert "line break" in refused.message
     with store.read() as t:
         assert nsconfig.get(t, "productEnvName") == "center"
 
 
 def test_unknown_keys_are_ignored(store: Store) -> None:
-    assert _update(store, {"key": "value"}) == (0, None)
+    assert _update(store, {"key": "value"}) is None
     with store.read() as t:
         assert nsconfig.get(t, "key") is None
 
 
 @pytest.mark.parametrize("value", ["50", "86400001", "1e3", ""])
 def test_bad_int_value_is_refused(store: Store, tmp_path: Path, value: str) -> None:
-    code, remark = _update(store, {"brokerChannelExpiredTime": value})
-    assert code == ResponseCode.SYSTEM_ERROR
-    assert (remark or "").startswith(
+    refused = _update(store, {"brokerChannelExpiredTime": value})
+    assert refused is not None and refused.reason is Refusal.INVALID_VALUE
+    assert refused.message.startswith(
         "Can not update config: bad value for brokerChannelExpiredTime: ")
     with store.read() as t:
         assert nsconfig.get_int(t, "brokerChannelExpiredTime") == 120_000
@@ -114,10 +116,11 @@ ACCEPTED = [s for s in SETTINGS if s.update in (Update.LIVE, Update.RESTART, Upd
 def test_settings_fixed_at_start_are_refused(store: Store, tmp_path: Path,
                                              setting: Setting) -> None:
     value = str(setting.lo) if setting.kind is Kind.INT else "x"
-    code, remark = _update(store, {setting.key: value, "orderMessageEnable": "true"})
-    assert code == ResponseCode.SYSTEM_ERROR
-    assert remark == (f"Can not update config: {setting.key} cannot change while the node runs; "
-                      "set it in the node's config file and restart.")
+    refused = _update(store, {setting.key: value, "orderMessageEnable": "true"})
+    assert refused == Refused(
+        Refusal.NOT_UPDATABLE,
+        f"Can not update config: {setting.key} cannot change while the node runs; "
+        "set it in the node's config file and restart.")
     with store.read() as t:
         assert nsconfig.get_bool(t, "orderMessageEnable") is False
     assert not (tmp_path / "namesrv.properties").exists()
@@ -128,7 +131,7 @@ def test_updatable_settings_are_stored_and_persisted(store: Store, tmp_path: Pat
                                                      setting: Setting) -> None:
     value = {Kind.INT: str(setting.hi), Kind.BOOL: " TRUE", Kind.STR: " x "}[setting.kind]
     stored = value.strip().lower()
-    assert _update(store, {setting.key: value}) == (ResponseCode.SUCCESS, None)
+    assert _update(store, {setting.key: value}) is None
     with store.read() as t:
         assert nsconfig.get(t, setting.key) == stored
         assert f"{setting.key}={stored}\n" in nsconfig.properties_text(t, everything=True)
@@ -178,6 +181,6 @@ def test_all_answer_is_every_key_sorted(store: Store) -> None:
 
 
 def test_backslash_values_round_trip_through_the_file(store: Store, tmp_path: Path) -> None:
-    assert _update(store, {"extraFileKey": r" C:\dir"}) == (0, None)
+    assert _update(store, {"extraFileKey": r" C:\dir"}) is None
     props = parse_properties((tmp_path / "namesrv.properties").read_text())
     assert props["extraFileKey"] == r"C:\dir"

@@ -167,9 +167,9 @@ def test_unit_topic_lists(store: Store) -> None:
     reg(store, "b", "m:1", 0, {"U": tc("U", sysflag=1), "S": tc("S", sysflag=2),
                                "US": tc("US", sysflag=3), "N": tc("N")})
     with store.read() as t:
-        assert sorted(queries.unit_topics(t, 311)) == ["U", "US"]
-        assert sorted(queries.unit_topics(t, 312)) == ["S", "US"]
-        assert queries.unit_topics(t, 313) == ["S"]
+        assert sorted(queries.unit_topics(t, queries.UnitList.UNIT)) == ["U", "US"]
+        assert sorted(queries.unit_topics(t, queries.UnitList.HAS_UNIT_SUB)) == ["S", "US"]
+        assert queries.unit_topics(t, queries.UnitList.HAS_UNIT_SUB_UNUNIT) == ["S"]
 
 
 def test_filter_servers(store: Store) -> None:

@@ -9,7 +9,7 @@ but the first starting with ``,``. A piece that holds a ``}`` of its own (in a s
 table falls back to the full decode.
 
 A piece is read alone as ``{`` piece ``}}`` and kept only when it is a plain 4.9 TopicConfig
-keyed by its own topic (:func:`bodies.plain_entry`: exactly the seven fields with the types a
+keyed by its own topic (:func:`register_body.plain_entry`: exactly the seven fields with the types a
 broker writes, hence no nesting and no number orjson cannot hold). The whole table is the
 ``,``-joined pieces, so when every piece reads alone as such an entry and no topic repeats,
 the full decode of the body gives exactly these entries in this order: the caller may take
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from cluster.core.protocol.bodies import (
+from cluster.core.protocol.register_body import (
     QueueFields,
     RegisterHead,
     decode_register_named_queues,
@@ -91,7 +91,7 @@ class KnownPieces:
 
 
 class PlainTable:
-    """The topic table of a plain JSON body whose head :func:`bodies.register_head` read."""
+    """The topic table of a plain JSON body whose head :func:`register_body.register_head` read."""
 
     __slots__ = ("_body", "_start", "_version", "_now_ms", "_named", "_pieces")
 
@@ -105,7 +105,7 @@ class PlainTable:
         self._pieces: list[bytes] | None | bool = False  # False: not cut yet
 
     def queues(self) -> dict[str, QueueFields]:
-        """The full decode (:func:`bodies.decode_register_queues`, same BodyErrors)."""
+        """The full decode (:func:`register_body.decode_register_queues`, same BodyErrors)."""
         queues, self._named = decode_register_named_queues(self._body, self._version,
                                                            now_ms=self._now_ms)
         return queues

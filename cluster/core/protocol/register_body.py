@@ -1,18 +1,9 @@
-"""NameServer request and reply bodies (reference §2.3.4, §2.4): plain dicts in, bytes out.
+"""REGISTER_BROKER bodies: TopicConfig, RegisterBrokerBody decode (plain, compressed) and encode.
 
-Data model (all plain dicts, keys in fastjson bean order, i.e. alphabetical):
-
-* DataVersion ``{"counter": int, ["stateVersion": int,] "timestamp": int}``;
-* TopicConfig ``{["attributes": {str: str},] "order", "perm", "readQueueNums",
-  "topicFilterType", "topicName", "topicSysFlag", "writeQueueNums"}``;
-* BrokerData ``{"brokerAddrs": {int: str}, "brokerName", "cluster"}`` (5.x adds
-  ``enableActingMaster`` / ``zoneName``, kept when present);
-* QueueData ``{"brokerName", "perm", "readQueueNums", "topicSysFlag", "writeQueueNums"}``.
-
-Encoders write fastjson text (§1.9). The hot reply encoders serialize with orjson
-and keep the result only when no string needed escaping (then orjson and fastjson
-agree byte for byte); otherwise they fall back to :mod:`cluster.core.protocol.fastjson`.
-Decoders accept fastjson's bare integer keys and raise :class:`BodyError`.
+Also the registration shortcuts: the head of a fastjson body without its topic table, and
+the topic table as QueueFields. A TopicConfig is ``{["attributes": {str: str},] "order",
+"perm", "readQueueNums", "topicFilterType", "topicName", "topicSysFlag", "writeQueueNums"}``
+(reference §2.4.8), keys in fastjson bean order (alphabetical).
 """
 
 from __future__ import annotations
@@ -22,9 +13,8 @@ import hashlib
 import operator
 import re
 import struct
-import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -32,6 +22,21 @@ from typing import Any, TypeVar
 import orjson
 
 from cluster.core.protocol import fastjson
+from cluster.core.protocol.body_common import (
+    _INT_TEXT,
+    _MISSING,
+    BodyError,
+    _bool,
+    _clock,
+    _data_version,
+    _data_version_bean,
+    _dict,
+    _int,
+    _load,
+    _str,
+    _str_list,
+    _str_map,
+)
 from cluster.core.protocol.lenient import loads_lenient
 
 V3_0_11 = 37
@@ -42,145 +47,7 @@ DEFAULT_QUEUE_NUMS = 16
 DEFAULT_PERM = 6
 
 _I32 = struct.Struct(">i")
-_INT_TEXT = re.compile(r"[+-]?[0-9]+")
-_PLAIN_RISK = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]")
-_MISSING: Any = object()
 _T = TypeVar("_T")
-
-
-class BodyError(ValueError):
-    """A body that cannot be decoded (the server answers SYSTEM_ERROR)."""
-
-
-def crc32_java(data: bytes | None) -> int:
-    """``UtilAll.crc32``: CRC-32 masked to 31 bits, 0 for a null or empty body."""
-    return zlib.crc32(data) & 0x7FFFFFFF if data else 0
-
-
-# ------------------------------------------------------------------ coercion
-
-
-def _int(v: Any, what: str, default: int = 0) -> int:
-    if type(v) is int:
-        return v
-    if v is None:
-        return default
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, str) and _INT_TEXT.fullmatch(v.strip()):
-        return _parse_int(v.strip(), what)
-    raise BodyError(f"{what}: expected an integer, got {v!r:.60}")
-
-
-def _parse_int(text: str, what: str) -> int:
-    """``int(text)`` of a text already matched by ``_INT_TEXT``; BodyError, not Python's
-    ValueError, for one too long to convert (over ``sys.get_int_max_str_digits()``)."""
-    try:
-        return int(text)
-    except ValueError:
-        raise BodyError(f"{what}: number {text!r:.40} has too many digits") from None
-
-
-def _bool(v: Any, what: str) -> bool:
-    if v is None or v is False:
-        return False
-    if v is True:
-        return True
-    if isinstance(v, int):
-        return v != 0
-    if isinstance(v, str) and v.lower() in ("true", "false"):
-        return v.lower() == "true"
-    raise BodyError(f"{what}: expected a boolean, got {v!r:.60}")
-
-
-def _str(v: Any, what: str) -> str | None:
-    if v is None or type(v) is str:
-        return v
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return str(v)
-    raise BodyError(f"{what}: expected a string, got {type(v).__name__}")
-
-
-def _dict(v: Any, what: str, default: Any = _MISSING) -> dict[str, Any]:
-    if type(v) is dict:
-        return v
-    if v is None and default is not _MISSING:
-        return default  # type: ignore[no-any-return]
-    raise BodyError(f"{what}: expected a JSON object, got {type(v).__name__}")
-
-
-def _list(v: Any, what: str) -> list[Any]:
-    if v is None:
-        return []
-    if type(v) is list:
-        return v
-    raise BodyError(f"{what}: expected a JSON array, got {type(v).__name__}")
-
-
-def _str_list(v: Any, what: str) -> list[str]:
-    return [s for s in (_str(x, what) for x in _list(v, what)) if s is not None]
-
-
-def _str_map(v: Any, what: str) -> dict[str, str]:
-    d = _dict(v, what, {})
-    return {k: s for k, x in d.items() if (s := _str(x, what)) is not None}
-
-
-def _id_key(k: str, what: str) -> int:
-    if _INT_TEXT.fullmatch(k):
-        return _parse_int(k, what)
-    raise BodyError(f"{what}: broker id {k!r:.40} is not an integer")
-
-
-def _load(body: bytes | None, what: str) -> Any:
-    if not body:
-        raise BodyError(f"{what}: empty body")
-    try:
-        return loads_lenient(body)
-    except ValueError as exc:
-        raise BodyError(f"{what}: {exc}") from None
-
-
-# ------------------------------------------------------------------ DataVersion
-
-
-def _clock(now_ms: int | None) -> int:
-    return int(time.time() * 1000) if now_ms is None else now_ms
-
-
-def _data_version(obj: Any, what: str, now_ms: int | None) -> dict[str, int]:
-    """A DataVersion from parsed JSON; a missing timestamp is "now" as in Java."""
-    d = _dict(obj, what)
-    dv = {"counter": _int(d.get("counter"), what)}
-    state = d.get("stateVersion")
-    if state is not None:
-        dv["stateVersion"] = _int(state, what)
-    ts = d.get("timestamp")
-    dv["timestamp"] = _clock(now_ms) if ts is None else _int(ts, what)
-    return dv
-
-
-def _data_version_bean(dv: Mapping[str, int]) -> dict[str, int]:
-    bean = {"counter": int(dv.get("counter", 0))}
-    if dv.get("stateVersion") is not None:
-        bean["stateVersion"] = int(dv["stateVersion"])
-    bean["timestamp"] = int(dv.get("timestamp", 0))
-    return bean
-
-
-def data_version_equal(a: Mapping[str, int] | None, b: Mapping[str, int] | None) -> bool:
-    """4.9 ``DataVersion.equals``: timestamp and counter; ``stateVersion`` is ignored.
-
-    The NameServer follows 4.9 semantics, where a 5.x broker's stateVersion never
-    decides whether its topic configs changed. Either side None → not equal.
-    """
-    if a is None or b is None:
-        return False
-    return a.get("timestamp") == b.get("timestamp") and a.get("counter") == b.get("counter")
 
 
 # ------------------------------------------------------------------ TopicConfig
@@ -615,227 +482,3 @@ def _compressed_plaintext(
     filters = None if filter_servers is None else list(filter_servers)
     parts.append(_block(fastjson.dumpb(filters)))
     return b"".join(parts)
-
-
-# ------------------------------------------------------------------ reply encoders
-
-
-def _fast_dump(obj: Any, standard: bool) -> bytes | None:
-    """orjson output when it is byte-identical to fastjson's, else None."""
-    try:
-        out = orjson.dumps(obj)
-    except TypeError:
-        return None
-    if b"\\" in out or b"\x7f" in out:
-        return None
-    if out.isascii():
-        return None if standard and b"/" in out else out
-    return None if standard or _PLAIN_RISK.search(out) else out
-
-
-def _encode(build: Callable[[bool], Any], standard: bool) -> bytes:
-    """``build(fast)`` returns the object; fast=True shapes it for orjson."""
-    out = _fast_dump(build(True), standard)
-    return out if out is not None else fastjson.dumpb(build(False), standard)
-
-
-def _addrs_plain_fragment(addrs: Mapping[int, str | None]) -> orjson.Fragment:
-    items = ",".join(f"{k}:{fastjson.quote(v)}" for k, v in addrs.items() if v is not None)
-    return orjson.Fragment("{" + items + "}")
-
-
-def _addrs_standard(addrs: Mapping[int, str | None]) -> dict[str, str]:
-    return {str(k): v for k, v in sorted(addrs.items()) if v is not None}
-
-
-def _addrs_raw(addrs: Mapping[int, str | None]) -> Mapping[int, str | None]:
-    return addrs
-
-
-def _addrs_renderer(fast: bool, standard: bool) -> _AddrsRenderer:
-    if not fast:
-        return _addrs_raw
-    return _addrs_standard if standard else _addrs_plain_fragment
-
-
-def _list_map(table: Mapping[str, Iterable[str] | None], sort: bool) -> dict[str, list[str]]:
-    items = sorted(table.items()) if sort else table.items()
-    return {k: list(v) for k, v in items if v is not None}
-
-
-_AddrsRenderer = Callable[[Mapping[int, Any]], Any]
-
-
-def _broker_bean(bd: Mapping[str, Any], addrs: _AddrsRenderer) -> dict[str, Any]:
-    bean = {"brokerAddrs": addrs(bd.get("brokerAddrs") or {})}
-    for key in ("brokerName", "cluster", "enableActingMaster", "zoneName"):
-        value = bd.get(key)
-        if value is not None:
-            bean[key] = value
-    return bean
-
-
-def _queue_bean(q: Mapping[str, Any]) -> dict[str, Any]:
-    bean = {
-        "brokerName": q.get("brokerName"),
-        "perm": q.get("perm", 0),
-        "readQueueNums": q.get("readQueueNums", 0),
-        "topicSysFlag": q.get("topicSysFlag", 0),
-        "writeQueueNums": q.get("writeQueueNums", 0),
-    }
-    if bean["brokerName"] is None:
-        del bean["brokerName"]
-    return bean
-
-
-def _route_obj(route: Mapping[str, Any], fast: bool, standard: bool) -> dict[str, Any]:
-    addrs = _addrs_renderer(fast, standard)
-    obj: dict[str, Any] = {
-        "brokerDatas": [_broker_bean(bd, addrs) for bd in route.get("brokerDatas") or ()],
-        "filterServerTable": _list_map(route.get("filterServerTable") or {}, fast and standard),
-    }
-    if route.get("orderTopicConf") is not None:
-        obj["orderTopicConf"] = route["orderTopicConf"]
-    obj["queueDatas"] = [_queue_bean(q) for q in route.get("queueDatas") or ()]
-    if route.get("topicQueueMappingByBroker") is not None:
-        obj["topicQueueMappingByBroker"] = route["topicQueueMappingByBroker"]
-    return obj
-
-
-def encode_topic_route(route: Mapping[str, Any], standard: bool) -> bytes:
-    """TopicRouteData (§2.4.1); ``standard`` = BrowserCompatible + MapSortField mode."""
-    if route.get("topicQueueMappingByBroker") is not None:
-        return fastjson.dumpb(_route_obj(route, False, standard), standard)
-    return _encode(lambda fast: _route_obj(route, fast, standard), standard)
-
-
-def encode_cluster_info(
-    broker_addr_table: Mapping[str, Mapping[str, Any]],
-    cluster_addr_table: Mapping[str, Iterable[str]],
-) -> bytes:
-    """ClusterInfo (§2.4.4), always plain mode (bare integer broker ids)."""
-
-    def build(fast: bool) -> dict[str, Any]:
-        addrs = _addrs_renderer(fast, False)
-        brokers = {n: _broker_bean(b, addrs) for n, b in broker_addr_table.items() if b is not None}
-        clusters = _list_map(cluster_addr_table, False)
-        return {"brokerAddrTable": brokers, "clusterAddrTable": clusters}
-
-    return _encode(build, False)
-
-
-def encode_kv_table(table: Mapping[str, str | None]) -> bytes:
-    """KVTable ``{"table":{...}}`` (§2.4.6), plain mode, null values omitted."""
-    obj = {"table": {k: v for k, v in table.items() if v is not None}}
-    return _encode(lambda fast: obj, False)
-
-
-def encode_topic_list(topics: Iterable[str], broker_addr: str | None = None) -> bytes:
-    """TopicList (§2.4.5); ``brokerAddr`` omitted when None."""
-    obj: dict[str, Any] = {} if broker_addr is None else {"brokerAddr": broker_addr}
-    obj["topicList"] = list(topics)
-    return _encode(lambda fast: obj, False)
-
-
-def encode_data_version(dv: Mapping[str, int]) -> bytes:
-    """DataVersion (§2.4.7)."""
-    return fastjson.dumpb(_data_version_bean(dv))
-
-
-def encode_broker_member_group(
-    cluster: str | None, broker_name: str | None, addrs: Mapping[int, str | None]
-) -> bytes:
-    """GET_BROKER_MEMBER_GROUP reply (§2.3.19), plain mode."""
-
-    def build(fast: bool) -> dict[str, Any]:
-        group = _broker_bean(
-            {"brokerAddrs": addrs, "brokerName": broker_name, "cluster": cluster},
-            _addrs_renderer(fast, False),
-        )
-        return {"brokerMemberGroup": group}
-
-    return _encode(build, False)
-
-
-# ------------------------------------------------------------------ client-side decoders
-
-
-def _broker_data(obj: Any, what: str) -> dict[str, Any]:
-    d = _dict(obj, what)
-    addrs = _dict(d.get("brokerAddrs"), f"{what}.brokerAddrs", {})
-    bd: dict[str, Any] = {
-        "brokerAddrs": {
-            _id_key(k, what): a for k, v in addrs.items() if (a := _str(v, what)) is not None
-        },
-        "brokerName": _str(d.get("brokerName"), what),
-        "cluster": _str(d.get("cluster"), what),
-    }
-    if d.get("enableActingMaster") is not None:
-        bd["enableActingMaster"] = _bool(d["enableActingMaster"], what)
-    if d.get("zoneName") is not None:
-        bd["zoneName"] = _str(d["zoneName"], what)
-    return bd
-
-
-def _queue_data(obj: Any, what: str) -> dict[str, Any]:
-    d = _dict(obj, what)
-    return {
-        "brokerName": _str(d.get("brokerName"), what),
-        "perm": _int(d.get("perm"), what),
-        "readQueueNums": _int(d.get("readQueueNums"), what),
-        "topicSysFlag": _int(d.get("topicSysFlag"), what),
-        "writeQueueNums": _int(d.get("writeQueueNums"), what),
-    }
-
-
-def decode_topic_route(body: bytes | None) -> dict[str, Any]:
-    """TopicRouteData with int broker ids; ``orderTopicConf`` None when absent."""
-    d = _dict(_load(body, "TopicRouteData"), "TopicRouteData")
-    filters = _dict(d.get("filterServerTable"), "filterServerTable", {})
-    brokers = _list(d.get("brokerDatas"), "brokerDatas")
-    queues = _list(d.get("queueDatas"), "queueDatas")
-    route: dict[str, Any] = {
-        "brokerDatas": [_broker_data(x, "brokerDatas") for x in brokers],
-        "filterServerTable": {k: _str_list(v, "filterServerTable") for k, v in filters.items()},
-        "orderTopicConf": _str(d.get("orderTopicConf"), "orderTopicConf"),
-        "queueDatas": [_queue_data(x, "queueDatas") for x in queues],
-    }
-    if d.get("topicQueueMappingByBroker") is not None:
-        route["topicQueueMappingByBroker"] = _dict(d["topicQueueMappingByBroker"], "mapping")
-    return route
-
-
-def decode_cluster_info(body: bytes | None) -> dict[str, Any]:
-    """ClusterInfo: ``{"brokerAddrTable": {name: BrokerData}, "clusterAddrTable": {c: [..]}}``."""
-    d = _dict(_load(body, "ClusterInfo"), "ClusterInfo")
-    brokers = _dict(d.get("brokerAddrTable"), "brokerAddrTable", {})
-    clusters = _dict(d.get("clusterAddrTable"), "clusterAddrTable", {})
-    return {
-        "brokerAddrTable": {n: _broker_data(b, f"broker {n}") for n, b in brokers.items()},
-        "clusterAddrTable": {c: _str_list(v, "clusterAddrTable") for c, v in clusters.items()},
-    }
-
-
-def decode_kv_table(body: bytes | None) -> dict[str, str]:
-    """KVTable → its ``table`` map."""
-    d = _dict(_load(body, "KVTable"), "KVTable")
-    return _str_map(d.get("table"), "KVTable.table")
-
-
-def decode_topic_list(body: bytes | None) -> dict[str, Any]:
-    """TopicList → ``{"brokerAddr": str | None, "topicList": [str, ...]}``."""
-    d = _dict(_load(body, "TopicList"), "TopicList")
-    return {
-        "brokerAddr": _str(d.get("brokerAddr"), "brokerAddr"),
-        "topicList": _str_list(d.get("topicList"), "topicList"),
-    }
-
-
-def decode_data_version(body: bytes | None, *, now_ms: int | None = None) -> dict[str, int]:
-    """DataVersion; a missing timestamp becomes ``now_ms`` (Java: construction time)."""
-    return _data_version(_load(body, "DataVersion"), "DataVersion", now_ms)
-
-
-def decode_register_result_body(body: bytes | None) -> dict[str, str] | None:
-    """REGISTER_BROKER reply body: the ORDER_TOPIC_CONFIG KVTable, or None without a body."""
-    return None if not body else decode_kv_table(body)

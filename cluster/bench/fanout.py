@@ -1,7 +1,7 @@
 """Benchmark of the broker fan-out: 3 nodes vs 1 node, and a 10,000-topic broker.
 
-    python -m cluster.client.bench_fanout --spawn 3            # start 3 local nodes
-    python -m cluster.client.bench_fanout -n "h:p;h:p;h:p"     # use running nodes
+    python -m cluster.bench.fanout --spawn 3            # start 3 local nodes
+    python -m cluster.bench.fanout -n "h:p;h:p;h:p"     # use running nodes
 
 Measures (each registration alternates two data versions, so every node
 re-applies the whole topic table, the expensive path):
@@ -19,7 +19,6 @@ import argparse
 import os
 import selectors
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,16 +31,11 @@ from typing import Any
 
 import orjson
 
+from cluster.bench.runner import free_port
 from cluster.client.connection import split_addrs
 from cluster.client.fanout import BrokerIdentity, BrokerOuterAPI, RegisterPayload
 
 WHO = BrokerIdentity("BenchCluster", "bench-broker", "127.0.0.1:30911", 0, "127.0.0.1:30912")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_boot(proc: subprocess.Popen[str], timeout: float) -> None:
@@ -59,7 +53,7 @@ def spawned_nodes(count: int, root: Path) -> Iterator[list[str]]:
     addrs: list[str] = []
     try:
         for i in range(count):
-            port = _free_port()
+            port = free_port()
             argv = [sys.executable, "-m", "worker.node", "--exit-with-parent", "--port", str(port),
                     "--data-dir", str(root / f"n{i}"), "--name", f"bench{i}"]
             procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE,

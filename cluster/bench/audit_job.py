@@ -1,6 +1,6 @@
 """Benchmark the audit job on a synthetic collection: 5 nodes × ~100,000 rows each.
 
-``python -m cluster.audit.bench [--nodes 5] [--rows-per-node 100000] [--master local[2]]
+``python -m cluster.bench.audit_job [--nodes 5] [--rows-per-node 100000] [--master local[2]]
 [--driver-memory SIZE]``
 writes the collection to a temporary directory, then times session start-up
 and the job separately and samples the peak RSS of this process plus the JVM.
@@ -16,15 +16,14 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
-import psutil
 
+from cluster.audit.job import analyse
 from cluster.audit.rows import (
     BoundInputs,
     Manifest,
@@ -34,6 +33,8 @@ from cluster.audit.rows import (
     rows_file_name,
     status_row,
 )
+from cluster.audit.session import build_session, driver_memory
+from cluster.bench.sampler import TreeSampler
 
 T0 = 1_700_000_000_000
 
@@ -126,50 +127,14 @@ def _write_node(s: Synthetic, node: int, keys: list[tuple[str, str, str, str]],
     return n
 
 
-class PeakRss:
-    """Peak of the summed RSS of this process and its children (the JVM), sampled."""
-
-    def __init__(self, period: float = 0.1) -> None:
-        self.peak = 0
-        self._me = psutil.Process(os.getpid())
-        self._period = period
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="peak-rss")
-
-    def sample(self) -> None:
-        total = 0
-        for p in [self._me, *self._me.children(recursive=True)]:
-            try:
-                total += p.memory_info().rss
-            except psutil.NoSuchProcess:
-                continue
-        self.peak = max(self.peak, total)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._period):
-            self.sample()
-
-    def __enter__(self) -> PeakRss:
-        self.sample()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 def run(nodes: int, rows_per_node: int, master: str,
         memory: str | None = None) -> dict[str, Any]:
-    from cluster.audit.job import analyse
-    from cluster.audit.session import build_session, driver_memory
-
     s = Synthetic(nodes=nodes, keys=max(10, rows_per_node // 100 - 1))
     with tempfile.TemporaryDirectory(prefix="audit-bench-") as tmp:
         t = time.perf_counter()
         rows = synthesize(s, Path(tmp))
         gen_s = time.perf_counter() - t
-        with PeakRss() as sampler:
+        with TreeSampler(os.getpid(), period=0.1, memory="rss") as sampler:
             t = time.perf_counter()
             spark = build_session(master, memory=memory)
             start_s = time.perf_counter() - t
@@ -184,13 +149,13 @@ def run(nodes: int, rows_per_node: int, master: str,
             "job_wall_s": round(job_s, 2),
             "job_load_s": round(result.timings["load_s"], 2),
             "job_analyse_s": round(result.timings["analyse_s"], 2),
-            "peak_rss_mb": round(sampler.peak / 2**20),
+            "peak_rss_mb": round(sampler.peak_bytes / 2**20),
             "intervals": result.intervals_total, "holds": result.verdict.holds,
             "reasons": result.verdict.reasons}
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(prog="python -m cluster.audit.bench")
+    p = argparse.ArgumentParser(prog="python -m cluster.bench.audit_job")
     p.add_argument("--nodes", type=int, default=5)
     p.add_argument("--rows-per-node", type=int, default=100_000)
     p.add_argument("--master", default="local[2]")
