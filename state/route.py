@@ -16,7 +16,9 @@ applied_queues → {topic: [perm, readQueueNums, topicSysFlag, writeQueueNums]} 
 table that name applied whole, and applied_delta → the same for the topics its later
 registrations changed, so the next table of that name touches only the topics whose fields
 differ (topics a table leaves out keep their queue data, so the records may hold more topics
-than the last table; each still holds what the topic table holds for that name).
+than the last table; each still holds what the topic table holds for that name);
+applied_stamp → random bytes rewritten with those two records, by which a process knows the
+records it remembers are still current.
 
 Deliberate choices where 4.9 and 5.x differ (5.x fixes adopted):
 * onChannelDestroy removes every broker registered over the closed channel
@@ -35,6 +37,8 @@ queue data removed only when its broker name disappears entirely.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -44,12 +48,22 @@ import orjson
 from cluster.core.protocol.register_body import QueueFields, queue_fields
 from cluster.core.protocol.register_scan import KnownPieces, PlainTable, TableDiff
 from state.javaorder import string_hash
-from state.store import APPLIED, APPLIED_DELTA, APPLIED_QUEUES, Store, Txn, dumps
+from state.store import (
+    APPLIED,
+    APPLIED_DELTA,
+    APPLIED_QUEUES,
+    APPLIED_STAMP,
+    Store,
+    Txn,
+    dumps,
+)
 
 PERM_WRITE = 2
 PERM_READ = 4
 MASTER_ID = "0"
 APPLIED_MEMO_SIZE = 32
+STAMP_BYTES = 16
+FIELDS_KEPT = 4096
 # An APPLIED_DELTA holding more than this share of a name's applied topics is folded into
 # its APPLIED_QUEUES record.
 DELTA_FOLD_SHARE = 1 / 8
@@ -175,12 +189,12 @@ class TopicTable:
 @dataclass(frozen=True, slots=True)
 class Applied:
     """A broker name's APPLIED_QUEUES and APPLIED_DELTA records as this process read or wrote
-    them: their texts (the record is current while the stored texts are these), the fields
-    per topic they hold together, and pieces of the tables applied, each of whose entry they
-    hold (None until a table read piece by piece was applied over earlier records)."""
+    them: their APPLIED_STAMP (the records are current while the stored stamp is this one),
+    the fields per topic they hold together, and pieces of the tables applied, each of whose
+    entry they hold (None until a table read piece by piece was applied over earlier
+    records)."""
 
-    base: bytes
-    delta: bytes | None
+    stamp: bytes | None
     queues: dict[str, QueueFields]
     delta_queues: dict[str, QueueFields]
     pieces: KnownPieces | None
@@ -188,6 +202,8 @@ class Applied:
 
 # Applied records read or written by this process, by broker name (most recent last).
 _APPLIED_MEMO: dict[str, Applied] = {}
+# One tuple per distinct QueueFields held by the memo (`_shared`).
+_FIELDS: dict[QueueFields, QueueFields] = {}
 
 
 def register_broker(t: Txn, cluster: str, addr: str, name: str, broker_id: int,
@@ -280,16 +296,15 @@ def _apply_topic_table(t: Txn, name: str, table: TopicTable) -> None:
     if applied is not None and diff is not None:
         _apply_diff(t, name, table, applied, diff)
         return
-    queues = table.queues()
+    queues = _shared(table.queues())
     _apply_queues(t, name, queues if applied is None else changed_queues(queues,
                                                                         applied.queues))
     _put_digest(t, name, table)
-    raw = dumps(queues)
-    t.put_raw(APPLIED_QUEUES, name, raw)
+    t.put_raw(APPLIED_QUEUES, name, dumps(queues))
     t.delete(APPLIED_DELTA, name)
     # Pieces are kept once a name applies a second table: a first table may be its only one.
     pieces = None if applied is None or table.plain is None else table.plain.known(queues)
-    _remember_applied(name, Applied(raw, None, queues, {}, pieces))
+    _remember_applied(name, Applied(_new_stamp(t, name), queues, {}, pieces))
 
 
 def _apply_diff(t: Txn, name: str, table: TopicTable, applied: Applied, diff: TableDiff
@@ -305,21 +320,19 @@ def _apply_diff(t: Txn, name: str, table: TopicTable, applied: Applied, diff: Ta
                if get(topic) != fields}
     _apply_queues(t, name, changed)
     t.delete(APPLIED, name)
-    base, delta, queues, delta_queues = (applied.base, applied.delta, applied.queues,
-                                         applied.delta_queues)
+    stamp, queues, delta_queues = applied.stamp, applied.queues, applied.delta_queues
     if changed:
         queues.update(changed)
         delta_queues.update(changed)
         if len(delta_queues) > DELTA_FOLD_SHARE * len(queues):
-            base, delta = dumps(queues), None
             delta_queues.clear()
-            t.put_raw(APPLIED_QUEUES, name, base)
+            t.put_raw(APPLIED_QUEUES, name, dumps(queues))
             t.delete(APPLIED_DELTA, name)
         else:
-            delta = dumps(delta_queues)
-            t.put_raw(APPLIED_DELTA, name, delta)
+            t.put_raw(APPLIED_DELTA, name, dumps(delta_queues))
+        stamp = _new_stamp(t, name)
     applied.pieces.learn(diff)
-    _remember_applied(name, Applied(base, delta, queues, delta_queues, applied.pieces))
+    _remember_applied(name, Applied(stamp, queues, delta_queues, applied.pieces))
 
 
 def _put_digest(t: Txn, name: str, table: TopicTable) -> None:
@@ -341,18 +354,20 @@ def last_applied(t: Txn, name: str) -> Applied | None:
     """The applied records of `name`, while the topic table has changed through
     registrations alone since they were written (each topic in them then still holds their
     fields for `name`)."""
+    stamp = t.get_raw(APPLIED_STAMP, name)
+    memo = _APPLIED_MEMO.get(name)
+    if memo is not None and stamp is not None and memo.stamp == stamp:
+        return memo
     raw = t.get_raw(APPLIED_QUEUES, name)
     if raw is None:
         return None
     delta = t.get_raw(APPLIED_DELTA, name)
-    memo = _APPLIED_MEMO.get(name)
-    if memo is not None and memo.base == raw and memo.delta == delta:
-        return memo
-    queues = _fields_of(raw)
+    queues = _shared(_fields_of(raw))
     delta_queues = {} if delta is None else _fields_of(delta)
     queues.update(delta_queues)
-    applied = Applied(raw, delta, queues, delta_queues, None)
-    _remember_applied(name, applied)
+    applied = Applied(stamp, queues, delta_queues, None)
+    if stamp is not None:
+        _remember_applied(name, applied)
     return applied
 
 
@@ -365,6 +380,23 @@ def last_applied_queues(t: Txn, name: str) -> dict[str, QueueFields] | None:
 def _fields_of(raw: bytes) -> dict[str, QueueFields]:
     stored = orjson.loads(raw)
     return dict(zip(stored, map(tuple, stored.values()), strict=True))
+
+
+def _shared(queues: dict[str, QueueFields]) -> dict[str, QueueFields]:
+    """`queues` with its topic names interned and equal fields one tuple: the applied
+    records of the brokers of a cluster, which mostly carry the same topics, share them."""
+    if len(_FIELDS) > FIELDS_KEPT:
+        _FIELDS.clear()
+    fields = list(queues.values())
+    return dict(zip(map(sys.intern, queues), map(_FIELDS.setdefault, fields, fields),
+                    strict=True))
+
+
+def _new_stamp(t: Txn, name: str) -> bytes:
+    """Mark `name`'s applied records as rewritten; random, so no two writes share a stamp."""
+    stamp = os.urandom(STAMP_BYTES)
+    t.put_raw(APPLIED_STAMP, name, stamp)
+    return stamp
 
 
 def _remember_applied(name: str, applied: Applied) -> None:

@@ -21,7 +21,7 @@ import orjson
 
 TABLES: tuple[str, ...] = (
     "topic", "broker", "cluster", "live", "filter", "channel", "kv", "config", "meta",
-    "applied", "applied_queues", "applied_delta",
+    "applied", "applied_queues", "applied_delta", "applied_stamp",
 )
 # Tables whose content is visible in route replies: a real change bumps meta["gen"], which
 # empties every cache of route replies. "kv" and "config" count too: with
@@ -29,13 +29,16 @@ TABLES: tuple[str, ...] = (
 ROUTE_TABLES = frozenset({"topic", "broker", "cluster", "filter", "kv", "config"})
 # brokerName → digest of the topic table that broker last applied (state.route);
 # brokerName → the QueueData fields per topic of a table it applied whole; brokerName → the
-# fields of the topics its later registrations changed since (applied incrementally). An
-# entry holds only while the topic table changed through registrations alone: any other
-# change of the topic table empties all three tables in the same transaction.
+# fields of the topics its later registrations changed since (applied incrementally);
+# brokerName → a random stamp rewritten with either of the last two, so a process that
+# remembers them knows they are still current without reading them. An entry holds only
+# while the topic table changed through registrations alone: any other change of the topic
+# table empties all four tables in the same transaction.
 APPLIED = "applied"
 APPLIED_QUEUES = "applied_queues"
 APPLIED_DELTA = "applied_delta"
-APPLIED_TABLES = (APPLIED, APPLIED_QUEUES, APPLIED_DELTA)
+APPLIED_STAMP = "applied_stamp"
+APPLIED_TABLES = (APPLIED, APPLIED_QUEUES, APPLIED_DELTA, APPLIED_STAMP)
 MAX_READERS = 256
 DEFAULT_MAP_SIZE = 256 * 1024 * 1024
 _OPTS = orjson.OPT_NON_STR_KEYS

@@ -16,7 +16,7 @@ from cluster.core.protocol.body_common import BodyError
 from cluster.core.protocol.codes import ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from state import route
-from state.store import APPLIED, APPLIED_QUEUES, Store
+from state.store import APPLIED, APPLIED_QUEUES, APPLIED_STAMP, Store
 from tests.unit.test_processors import call, make_ctx, register_request, request, route_request
 from worker.context import NodeContext
 
@@ -508,7 +508,7 @@ def test_applied_queues_are_read_back_from_the_store(
     assert applied[1] == {"TopicB": (6, 5, 0, 5)}
     stale = route._APPLIED_MEMO["broker-a"]
     route._APPLIED_MEMO["broker-a"] = dataclasses.replace(
-        stale, base=b"{}", queues={"TopicA": (6, 4, 0, 4), "TopicB": (6, 7, 0, 7)})
+        stale, stamp=b"not stored", queues={"TopicA": (6, 4, 0, 4), "TopicB": (6, 7, 0, 7)})
     register(ctx, {"TopicA": 4, "TopicB": 7}, dv=DV3)
     assert applied[2] == {"TopicB": (6, 7, 0, 7)}
     assert stale.queues == {"TopicA": (6, 4, 0, 4), "TopicB": (6, 5, 0, 5)}
@@ -523,3 +523,26 @@ def test_the_memo_of_applied_queues_is_bounded(store: Store) -> None:
                                   "0.1.1", 0)
     assert len(route._APPLIED_MEMO) <= route.APPLIED_MEMO_SIZE
     assert f"b{route.APPLIED_MEMO_SIZE + 4}" in route._APPLIED_MEMO
+
+
+def test_brokers_with_the_same_topics_share_names_and_fields_in_the_memo(store: Store) -> None:
+    def table() -> dict[str, register_body.QueueFields]:
+        return {"".join(["Topic", str(i)]): (6, 8, 0, 8) for i in range(50)}
+
+    with store.write() as t:
+        for name in ("b1", "b2"):
+            route.register_broker(t, "C", f"{name}:1", name, 0, None, DV1,
+                                  route.TopicTable(table), None, "0.1.1", 0)
+    first, second = (route._APPLIED_MEMO[n].queues for n in ("b1", "b2"))
+    assert first == second == table()
+    assert all(a is b for a, b in zip(first, second, strict=True))
+    assert len({id(fields) for fields in (*first.values(), *second.values())}) == 1
+
+
+def test_the_memo_keeps_a_stamp_not_the_stored_records(store: Store) -> None:
+    with store.write() as t:
+        route.register_broker(t, "C", "a:1", "b", 0, None, DV1,
+                              route.TopicTable(lambda: {"T": (6, 4, 0, 4)}), None, "0.1.1", 0)
+        stamp = t.get_raw(APPLIED_STAMP, "b")
+    assert stamp is not None and len(stamp) == route.STAMP_BYTES
+    assert route._APPLIED_MEMO["b"].stamp == stamp
