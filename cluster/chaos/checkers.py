@@ -422,12 +422,3 @@ def config_from_history(view: HistoryView, **overrides: Any) -> CheckConfig:
         timing = Timing(**view.start.value.get("timing", {}))
         recorded = dict(view.start.value.get("check", {}))
     return CheckConfig(timing=timing, **{**recorded, **overrides})
-
-
-def run_checks(ops: Iterable[Op], cfg: CheckConfig | None = None) -> list[CheckResult]:
-    """Every checker, plus the load checks when the run had ``--load``."""
-    from cluster.chaos.load_checks import run_load_checks  # it imports this module
-
-    view = HistoryView(ops)
-    cfg = cfg or config_from_history(view)
-    return [check(view, cfg) for check in CHECKERS] + run_load_checks(view, cfg)

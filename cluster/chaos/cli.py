@@ -10,7 +10,8 @@ from pathlib import Path
 
 import orjson
 
-from cluster.chaos.checkers import CheckConfig, HistoryView, config_from_history, run_checks
+from cluster.chaos.all_checks import run_checks
+from cluster.chaos.checkers import CheckConfig, HistoryView, config_from_history
 from cluster.chaos.history import read_history
 from cluster.chaos.load_plan import DEFAULT_BROKERS, DEFAULT_READS, DEFAULT_TOPICS, LoadPlan
 from cluster.chaos.runner import ChaosOptions, run_chaos, timing_for

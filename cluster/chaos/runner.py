@@ -23,8 +23,9 @@ from typing import Any
 import orjson
 
 from cluster.audit.rows import BoundInputs
+from cluster.chaos.all_checks import run_checks
 from cluster.chaos.audit import AUDIT_DIR, AuditInput, run_audit
-from cluster.chaos.checkers import CheckConfig, CheckResult, HistoryView, run_checks
+from cluster.chaos.checkers import CheckConfig, CheckResult, HistoryView
 from cluster.chaos.cluster_proc import ClusterProcess, ProcessTracker
 from cluster.chaos.faults import FAULTS, FaultContext
 from cluster.chaos.history import NEMESIS, RUNNER, HistoryWriter

@@ -6,7 +6,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from cluster.chaos.checkers import CheckResult, run_checks
+from cluster.chaos.all_checks import run_checks
+from cluster.chaos.checkers import CheckResult
 from cluster.chaos.history import Op
 from cluster.chaos.schedule import Timing
 
