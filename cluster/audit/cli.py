@@ -117,6 +117,7 @@ def _collect(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # pyspark is imported here, not at the top: every `pynamesrv` command loads this module.
     from cluster.audit import report
     from cluster.audit.inputs import BadInput, has_scheme, resolve_input
     from cluster.audit.job import analyse
