@@ -24,10 +24,14 @@ from cluster.core.protocol.lenient import loads_lenient
 
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
-_PREFIX = struct.Struct(">iI")
+# Length word and header word at the start of a frame as it travels.
+FRAME_PREFIX = struct.Struct(">iI")
+HEADER_WORD = _U32
+STYPE_SHIFT = 24  # header word: serialize type << 24 | header length
+HEADER_LENGTH_MASK = 0xFFFFFF
+MAX_HEADER_LENGTH = HEADER_LENGTH_MASK  # what the 24-bit header length field can say
 _BIN_FIXED = struct.Struct(">hBhiiI")  # code, language, version, opaque, flag, remarkLen
 _STYPES = (SerializeType.JSON, SerializeType.ROCKETMQ)
-MAX_HEADER_LENGTH = 0xFFFFFF  # what the 24-bit header length field can say
 
 
 class FrameError(ValueError):
@@ -110,10 +114,10 @@ def check_total(total: int, max_frame: int = DEFAULT_MAX_FRAME) -> None:
 
 
 def check_header_word(word: int, total: int, max_header: int = MAX_HEADER_LENGTH) -> None:
-    stype = word >> 24
+    stype = word >> STYPE_SHIFT
     if stype not in (0, 1):
         raise _bad(f"unknown serialize type {stype}")
-    hlen = word & 0xFFFFFF
+    hlen = word & HEADER_LENGTH_MASK
     if hlen > total - 4:
         raise _bad("decode error, bad header length")
     if hlen > max_header:
@@ -126,9 +130,9 @@ def split_frame(frame: bytes) -> tuple[SerializeType, bytes, bytes | None]:
         raise _bad("frame shorter than its header word")
     (word,) = _U32.unpack_from(frame, 0)
     check_header_word(word, len(frame))
-    hlen = word & 0xFFFFFF
+    hlen = word & HEADER_LENGTH_MASK
     body = frame[4 + hlen :]
-    return _STYPES[word >> 24], frame[4 : 4 + hlen], (body or None)
+    return _STYPES[word >> STYPE_SHIFT], frame[4 : 4 + hlen], (body or None)
 
 
 def decode_command(frame: bytes) -> RemotingCommand:
@@ -310,5 +314,5 @@ def encode_command(cmd: RemotingCommand) -> bytes:
     else:
         header = _encode_json_header(cmd)
     body = cmd.body or b""
-    return _PREFIX.pack(4 + len(header) + len(body),
-                        (int(cmd.serialize_type) << 24) | len(header)) + header + body
+    return FRAME_PREFIX.pack(4 + len(header) + len(body),
+                             (int(cmd.serialize_type) << STYPE_SHIFT) | len(header)) + header + body

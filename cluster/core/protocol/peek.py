@@ -21,13 +21,13 @@ import struct
 from typing import NamedTuple
 
 from cluster.core.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, SerializeType
-from cluster.core.protocol.frame import FrameError, check_header_word
-
-# Length word and header word at the start of a frame as it travels.
-FRAME_PREFIX = struct.Struct(">iI")
-HEADER_WORD = struct.Struct(">I")
-STYPE_SHIFT = 24  # header word: serialize type << 24 | header length
-HEADER_LENGTH_MASK = 0xFFFFFF
+from cluster.core.protocol.frame import (
+    HEADER_LENGTH_MASK,
+    HEADER_WORD,
+    STYPE_SHIFT,
+    FrameError,
+    check_header_word,
+)
 
 # ROCKETMQ binary header: code int16, language byte, version int16, opaque int32,
 # flag int32, then remark and extFields; offsets within the header.
