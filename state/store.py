@@ -170,8 +170,11 @@ class Store:
 
     def generation_token(self) -> bytes | None:
         """The route generation as stored, to compare for equality; one short read."""
-        with self.env.begin(write=False, buffers=False) as txn:
-            return txn.get(b"gen", db=self._dbs["meta"])
+        txn = self.env.begin(db=self._dbs["meta"])  # no `with`: this is read per received chunk
+        try:
+            return txn.get(b"gen")
+        finally:
+            txn.abort()
 
     def reader_check(self) -> int:
         """Free reader slots of dead processes; returns how many were freed."""

@@ -26,6 +26,7 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
 
+import uvloop
 import zmq
 
 from cluster.core.procs import stopped_or_gone
@@ -38,11 +39,12 @@ from cluster.core.protocol.frame import (
     decode_command,
     encode_command,
 )
+from cluster.core.protocol.peek import peek_code
 from state.store import Store
 from worker import limits, tls, wire
 from worker.dispatch import ROUTE_CODE as ROUTE
-from worker.dispatch import Dispatcher, Peer, is_route_read
-from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code, reply_code
+from worker.dispatch import Dispatcher, Peer
+from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code
 from worker.procs import announce_ready, io_endpoint, start_worker_process
 from worker.route_replies import RouteReplies, header_key, learnable
 
@@ -53,6 +55,7 @@ LOST_REMARK = "business worker lost while processing the request; retry"
 MAX_EVENTS = 100_000
 EVENTS_PER_MESSAGE = 512  # closed connections per channel-destroyed message
 FORGET_PEER_S = 600.0  # a silent business worker is dropped from the table after this
+SUCCESS = int(ResponseCode.SUCCESS)
 # A pooled request's tag: (template key to learn its reply under or None, store generation
 # then, perf_counter when its frame came in, request code).
 Tag = tuple[bytes | None, bytes | None, float, int]
@@ -271,37 +274,43 @@ class Hub:
 
     def on_frames(self, conn: Connection, frames: list[bytes]) -> None:
         """Answer the route lookups whose reply is known; send everything else to the pool."""
+        if not frames:
+            return
         t0 = time.perf_counter()
-        out: list[bytes] = []
-        fresh = False
         replies = self.replies
+        replies.refresh()  # once per chunk: every write acknowledged before it is seen
+        template = replies.templates.get
+        out: list[bytes] = []
+        unusual: list[int] = []  # codes of the answers from templates other than SUCCESS
+        ok = SUCCESS
         for frame in frames:
             found = header_key(frame)  # only route lookups are ever learned under a key
             if found is not None:
-                if not fresh:  # once per chunk: every write acknowledged before it is seen
-                    replies.refresh()
-                    fresh = True
-                reply = replies.answer(*found)
-                if reply is not None:
-                    out.append(reply)
+                t = template(found[0])
+                if t is not None:
+                    out.append(t.render(found[1]))
+                    if t.code != ok:
+                        unusual.append(t.code)
                     continue
-                if is_route_read(frame) and learnable(frame):
+                if peek_code(frame) == ROUTE and learnable(frame):
                     self.submit(conn.conn_id, frame, (found[0], replies.generation, t0, ROUTE))
                     self.m.add("route_template_misses")
                     continue
             self.submit(conn.conn_id, frame, (None, None, t0, frame_code(frame)))
         if out:
             conn.write(out[0] if len(out) == 1 else b"".join(out))
-            self._count_hits(out, time.perf_counter() - t0)
+            self._count_hits(len(out), unusual, time.perf_counter() - t0)
 
-    def _count_hits(self, out: list[bytes], took: float) -> None:
-        """Route lookups answered from templates: one latency for the chunk they came in."""
+    def _count_hits(self, n: int, unusual: list[int], took: float) -> None:
+        """``n`` route lookups answered from templates (those in ``unusual`` not with SUCCESS):
+        one latency for the chunk they came in."""
         m = self.m
-        m.counters["route_template_hits"] = m.counters.get("route_template_hits", 0) + len(out)
-        m.observe(ROUTE, took, len(out))
-        request = m.request
-        for reply in out:
-            request(ROUTE, reply_code(reply))
+        m.counters["route_template_hits"] = m.counters.get("route_template_hits", 0) + n
+        m.observe(ROUTE, took, n)
+        if n > len(unusual):
+            m.request(ROUTE, SUCCESS, n - len(unusual))
+        for code in unusual:
+            m.request(ROUTE, code)
 
     def submit(self, conn_id: bytes, frame: bytes, tag: Tag) -> None:
         if not self.lanes.submit(conn_id, frame, tag):
@@ -368,7 +377,8 @@ class Hub:
 
     def _send(self, peer: Peer, message: bytes) -> bool:
         try:
-            self.router.send_multipart((peer.ident, message), flags=wire.NOBLOCK)
+            # without a copy: registrations of megabytes (pyzmq copies small messages anyway)
+            self.router.send_multipart((peer.ident, message), flags=wire.NOBLOCK, copy=False)
         except zmq.ZMQError as exc:
             log.warning("event=peer_unreachable peer=%s error=%r", peer.ident.decode(), str(exc))
             self.fail_peer(peer)
@@ -585,8 +595,6 @@ async def _drain(hub: Hub, bound_s: float) -> None:
 def run(cfg: IoConfig) -> None:
     """Process entry point."""
     start_worker_process(cfg.parent, f"pns-io-{cfg.index}")
-    import uvloop
-
     zctx = zmq.Context()
     try:
         uvloop.run(_serve(cfg, zctx))

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import struct
 import time
 from bisect import bisect_left
 from dataclasses import dataclass, field
@@ -19,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import zmq
 
+from cluster.core.protocol.peek import peek_code
 from worker import wire
+from worker.procs import control_endpoint
 
 PUSH_EVERY_S = 1.0
 # Request latency bucket bounds, seconds (Prometheus ``le``: a value equal to a bound is in it).
@@ -31,36 +32,17 @@ MAX_CODES = 256  # distinct request codes counted one by one; the rest under OTH
 OTHER = -1
 NO_REPLY = "none"  # result label of a request answered by no reply (oneway)
 
-_I16 = struct.Struct(">h")
-_U32 = struct.Struct(">I")
-_JSON_CODE = re.compile(rb'"code":(-?[0-9]{1,6})[,}]')
 
 
 def frame_code(frame: bytes) -> int:
-    """The request code of a frame read from its header without decoding it; OTHER if none."""
-    if len(frame) < 6:
-        return OTHER
-    if frame[0] == 1:  # ROCKETMQ binary header: the code is the first int16
-        return int(_I16.unpack_from(frame, 4)[0])
-    end = 4 + (_U32.unpack_from(frame, 0)[0] & 0xFFFFFF)
-    m = _JSON_CODE.search(frame, 4, end)
-    return int(m[1]) if m else OTHER
+    """The request code of a frame (header word, header, body) from its header; OTHER if none."""
+    code = peek_code(frame)
+    return OTHER if code is None else code
 
 
 def reply_code(reply: bytes) -> int:
     """The response code of an encoded reply (with its length word); OTHER if not found."""
-    if len(reply) < 10:
-        return OTHER
-    if reply[4] == 1:
-        return int(_I16.unpack_from(reply, 8)[0])
-    if reply.startswith(b'{"code":', 8):  # the key the encoder puts first
-        end = reply.find(b",", 16, 24)
-        if end > 16:
-            try:
-                return int(reply[16:end])
-            except ValueError:
-                return OTHER
-    return OTHER
+    return frame_code(reply[4:])
 
 
 @dataclass
@@ -136,10 +118,6 @@ class Pusher:
     """PUSHes a worker's snapshot to the controller at most once per PUSH_EVERY_S."""
 
     def __init__(self, zctx: Any, run: Path) -> None:
-        import zmq
-
-        from worker.procs import control_endpoint
-
         self.sock = zctx.socket(zmq.PUSH)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.SNDHWM, 4)  # a stalled controller gets fresh totals, not old
@@ -150,8 +128,6 @@ class Pusher:
         return time.monotonic() >= self.next_at
 
     def push(self, metrics: WorkerMetrics) -> None:
-        import zmq
-
         self.next_at = time.monotonic() + PUSH_EVERY_S
         with contextlib.suppress(zmq.Again):  # the next push carries the same totals, and more
             self.sock.send(metrics.snapshot(), flags=zmq.NOBLOCK)

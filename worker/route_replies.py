@@ -21,21 +21,26 @@ Pure logic: the generation reader is passed in.
 from __future__ import annotations
 
 import re
-import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import orjson
 
 from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode, SerializeType
+from cluster.core.protocol.frame import FRAME_PREFIX as _PREFIX
+from cluster.core.protocol.frame import HEADER_LENGTH_MASK as _HLEN
+from cluster.core.protocol.frame import HEADER_WORD as _WORD
+from cluster.core.protocol.frame import STYPE_SHIFT as _STYPE
 from cluster.core.protocol.frame import FrameError, decode_command
+from cluster.core.protocol.peek import BIN_OPAQUE_END, BIN_OPAQUE_START
+from cluster.core.protocol.peek import FRAME_BIN_HEAD as _BIN_HEAD
+from cluster.core.protocol.peek import FRAME_BIN_OPAQUE as _BIN_OPAQUE
+from cluster.core.protocol.peek import FRAME_BIN_TAIL as _BIN_TAIL
+from worker.metrics import reply_code
 
 MAX_BYTES = 96 << 20  # templates kept per I/O worker: the 40,000 routes of the mixed layout fit
-_PREFIX = struct.Struct(">iI")
-_I32 = struct.Struct(">i")
-_BIN_ROUTE = struct.Struct(">hBhi")  # code, language, version, opaque
 _OPAQUE = re.compile(rb'"opaque":(-?(?:0|[1-9][0-9]*))(?=[,}])')  # canonical int, as written
 _INT32 = range(-(2**31), 2**31)
+_BINARY = int(SerializeType.ROCKETMQ)
 _CACHEABLE = (ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST)
 
 HeaderKey = bytes  # a request header without its opaque
@@ -45,42 +50,53 @@ def header_key(frame: bytes) -> tuple[HeaderKey, bytes] | None:
     """(header without its opaque, the opaque's bytes as sent) of a frame, or None."""
     if len(frame) < 8:
         return None
-    word = _PREFIX.unpack_from(frame, 0)[0]
-    stype, end = word >> 24 & 0xFF, 4 + (word & 0xFFFFFF)
-    if stype == SerializeType.ROCKETMQ:
-        return (b"\x01" + frame[4:9] + frame[13:end], frame[9:13]) if end >= 13 else None
+    end = 4 + (_WORD.unpack_from(frame, 0)[0] & _HLEN)
+    if frame[0] == _BINARY:  # the serialize type is the header word's top byte
+        if end < _BIN_TAIL:
+            return None
+        return b"\x01" + frame[_BIN_HEAD] + frame[_BIN_TAIL:end], frame[_BIN_OPAQUE]
     m = _OPAQUE.search(frame, 4, end)
     if m is None:
         return None
-    digits = m[1]
-    if len(digits) >= 10 and int(digits) not in _INT32:
+    start, stop = m.span(1)
+    if stop - start >= 10 and int(m[1]) not in _INT32:
         return None
-    return frame[4 : m.start(1)] + frame[m.end(1) : end], digits
+    return frame[4:start] + frame[stop:end], m[1]
 
 
-@dataclass(frozen=True, slots=True)
 class Template:
-    stype: int
-    head: bytes   # header bytes before the opaque
-    tail: bytes   # header bytes after the opaque
-    body: bytes
+    """A reply split around its opaque. ``lead`` is the length word, the header word and
+    the header bytes before the opaque, for an opaque of ``width`` bytes (the last length
+    rendered); ``rest`` the header bytes after the opaque, then the body."""
+
+    __slots__ = ("code", "total", "word", "lead", "width", "rest")
+
+    def __init__(self, code: int, total: int, word: int, head: bytes, rest: bytes) -> None:
+        self.code = code    # the reply's response code
+        self.total = total  # the reply's length word, but for the opaque's digits
+        self.word = word    # the reply's header word, but for the opaque's digits
+        self.lead = _PREFIX.pack(total, word) + head
+        self.width = 0
+        self.rest = rest
 
     @property
     def size(self) -> int:
-        return len(self.head) + len(self.tail) + len(self.body)
+        return len(self.lead) + len(self.rest)
 
     def render(self, digits: bytes) -> bytes:
         """The reply to a request whose opaque, as sent, is ``digits``."""
-        hlen = len(self.head) + len(digits) + len(self.tail)
-        return b"".join((_PREFIX.pack(4 + hlen + len(self.body), (self.stype << 24) | hlen),
-                         self.head, digits, self.tail, self.body))
+        n = len(digits)
+        if n != self.width:
+            self.lead = _PREFIX.pack(self.total + n, self.word + n) + self.lead[_PREFIX.size :]
+            self.width = n
+        return b"".join((self.lead, digits, self.rest))
 
 
 def learnable(frame: bytes) -> bool:
     """Whether ``frame`` is a well-formed two-way route request with a topic, which
     exactly one opaque in its header (a JSON header must parse strictly)."""
     word = _PREFIX.unpack_from(frame, 0)[0] if len(frame) >= 8 else 0
-    stype, hlen = word >> 24 & 0xFF, word & 0xFFFFFF
+    stype, hlen = word >> _STYPE & 0xFF, word & _HLEN
     if stype == SerializeType.JSON:
         header = frame[4 : 4 + hlen]
         if len(_OPAQUE.findall(header)) != 1 or len(frame) != 4 + hlen:
@@ -107,23 +123,26 @@ def learnable(frame: bytes) -> bool:
 
 def template_of(reply: bytes) -> Template | None:
     """Split an encoded reply (with its length word) around its opaque; None if it cannot be."""
-    if len(reply) < 8:
+    code = reply_code(reply)
+    if code not in _CACHEABLE:
         return None
     hword = _PREFIX.unpack_from(reply, 0)[1]
-    stype, hlen = hword >> 24 & 0xFF, hword & 0xFFFFFF
-    header, body = reply[8 : 8 + hlen], reply[8 + hlen :]
+    stype, hlen = hword >> _STYPE & 0xFF, hword & _HLEN
+    header = reply[8 : 8 + hlen]
     if stype == SerializeType.ROCKETMQ:
-        if hlen < _BIN_ROUTE.size or _BIN_ROUTE.unpack_from(header, 0)[0] not in _CACHEABLE:
+        if hlen < BIN_OPAQUE_END:
             return None
-        return Template(stype, header[:5], header[9:], body)
-    if stype != SerializeType.JSON:
+        start, stop = BIN_OPAQUE_START, BIN_OPAQUE_END
+    elif stype == SerializeType.JSON:
+        found = list(_OPAQUE.finditer(header))
+        if len(found) != 1:
+            return None
+        start, stop = found[0].span(1)
+    else:
         return None
-    found = list(_OPAQUE.finditer(header))
-    if len(found) != 1 or not (header.startswith(b'{"code":0,')
-                               or header.startswith(b'{"code":17,')):
-        return None
-    m = found[0]
-    return Template(stype, header[: m.start(1)], header[m.end(1) :], body)
+    cut = stop - start
+    return Template(code, len(reply) - 4 - cut, (stype << _STYPE) | (hlen - cut), header[:start],
+                    header[stop:] + reply[8 + hlen :])
 
 
 class RouteReplies:
@@ -135,7 +154,6 @@ class RouteReplies:
         self.max_bytes = max_bytes
         self.size = 0
         self.templates: dict[HeaderKey, Template] = {}
-        self.hits = 0
 
     def refresh(self) -> None:
         """Re-read the store generation; a new one empties the cache."""
@@ -144,13 +162,6 @@ class RouteReplies:
             self.generation = gen
             self.templates.clear()
             self.size = 0
-
-    def answer(self, key: HeaderKey, digits: bytes) -> bytes | None:
-        t = self.templates.get(key)
-        if t is None:
-            return None
-        self.hits += 1
-        return t.render(digits)
 
     def learn(self, key: HeaderKey, generation: bytes | None, reply: bytes) -> None:
         """Keep the pool's reply to a lookup sent while the store was at ``generation``."""

@@ -1,0 +1,106 @@
+"""The I/O worker's hit path: pipelined lookups answered in one write, counted per chunk."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cluster.core.protocol.codes import ResponseCode, SerializeType
+from cluster.core.protocol.command import RemotingCommand, response_to
+from cluster.core.protocol.frame import encode_command
+from worker.io_worker import Connection, Hub, IoConfig
+from worker.route_replies import RouteReplies, header_key
+
+CFG = IoConfig(index=0, parent=0, host="127.0.0.1", port=0, run="", store_path="",
+               frame_max=1 << 20, header_max=1 << 16, max_connections=10,
+               max_connections_per_address=10, pending_max=1 << 20, frame_timeout_s=10.0,
+               write_timeout_s=10.0, tls_mode="disabled", tls_cert="", tls_key="",
+               tls_client_auth="", tls_trust="", idle_timeout_s=60.0, max_pending=100,
+               window=8, drain_ms=0)
+
+
+class Loop:
+    def time(self) -> float:
+        return 0.0
+
+    def call_soon(self, *args: Any) -> None:
+        pass
+
+
+class Transport:
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_extra_info(self, name: str) -> Any:
+        return ("127.0.0.1", 40000) if name == "peername" else None
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+def request(topic: str, opaque: int, stype: SerializeType = SerializeType.JSON) -> bytes:
+    return encode_command(RemotingCommand(code=105, opaque=opaque, ext_fields={"topic": topic},
+                                          serialize_type=stype))
+
+
+def reply(opaque: int, code: int, stype: SerializeType = SerializeType.JSON) -> bytes:
+    req = RemotingCommand(code=105, opaque=opaque, serialize_type=stype)
+    body = b'{"x":1}' if code == ResponseCode.SUCCESS else None
+    remark = None if code == ResponseCode.SUCCESS else "No topic route info"
+    return encode_command(response_to(req, code, remark, body=body))
+
+
+def connection(generation: list[bytes]) -> tuple[Hub, Connection, Transport]:
+    replies = RouteReplies(lambda: generation[0])
+    hub = Hub(CFG, Loop(), None, replies)  # type: ignore[arg-type]
+    conn, transport = Connection(hub), Transport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    replies.refresh()
+    for topic, code, stype in (("A", ResponseCode.SUCCESS, SerializeType.JSON),
+                               ("B", ResponseCode.TOPIC_NOT_EXIST, SerializeType.JSON),
+                               ("A", ResponseCode.SUCCESS, SerializeType.ROCKETMQ)):
+        key = header_key(request(topic, 1, stype)[4:])
+        assert key is not None
+        replies.learn(key[0], replies.generation, reply(1, code, stype))
+    return hub, conn, transport
+
+
+def test_a_chunk_of_hits_is_one_write_counted_by_result() -> None:
+    hub, conn, transport = connection([b"1"])
+    chunk = b"".join((request("A", 7), request("B", 8), request("A", 9, SerializeType.ROCKETMQ),
+                      request("A", 123456)))
+    conn.data_received(chunk)
+    assert transport.writes == [b"".join((
+        reply(7, ResponseCode.SUCCESS), reply(8, ResponseCode.TOPIC_NOT_EXIST),
+        reply(9, ResponseCode.SUCCESS, SerializeType.ROCKETMQ),
+        reply(123456, ResponseCode.SUCCESS)))]
+    assert hub.m.requests == {(105, 0): 3, (105, 17): 1}
+    assert hub.m.counters["route_template_hits"] == 4
+    assert sum(hub.m.latency[105].counts) == 4
+
+
+def test_only_unusual_results_are_counted_alone() -> None:
+    hub, conn, transport = connection([b"1"])
+    conn.data_received(request("B", 5))
+    assert hub.m.requests == {(105, 17): 1}
+
+
+def test_a_new_generation_is_seen_by_the_next_chunk() -> None:
+    gen = [b"1"]
+    hub, conn, transport = connection(gen)
+    gen[0] = b"2"
+    conn.data_received(request("A", 7))
+    assert transport.writes == [] and hub.lanes.pending == 1
+    assert hub.m.counters.get("route_template_hits") is None
+    assert hub.m.counters["route_template_misses"] == 1
