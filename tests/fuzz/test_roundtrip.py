@@ -40,6 +40,7 @@ def feed_in_chunks(data: bytes, sizes: list[int]) -> list[bytes]:
         pos += n
     assert pos == len(data)
     assert reader.buffered == 0
+    assert all(type(f) is bytes for f in frames)
     return frames
 
 

@@ -76,6 +76,12 @@ class FrameReader:
         self._size += len(data)
         if self._size < self._need:
             return []
+        if self._size == self._need > 8 and len(self._parts) > 1:
+            # Exactly one frame, its length and header word checked when its first bytes
+            # came: joined without its length word, so it is copied once.
+            frame = b"".join([memoryview(self._parts[0])[4:], *self._parts[1:]])
+            self._parts, self._size, self._need = [], 0, 4
+            return [frame]
         buf = self._parts[0] if len(self._parts) == 1 else b"".join(self._parts)
         frames, pos = self._split(buf)
         rest = buf[pos:] if pos else buf
