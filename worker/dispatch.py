@@ -16,12 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.core.protocol.codes import RequestCode
-from cluster.core.protocol.peek import peek_code
+from cluster.core.protocol.peek import peek_code, without_body
 from worker.wire import LANE_ALL, LANE_READ
 
 ROUTE_CODE = int(RequestCode.GET_ROUTEINFO_BY_TOPIC)
 MAX_BATCH = 64            # requests per ZeroMQ message
 MAX_BATCH_BYTES = 1 << 20  # a batch stops growing past this many frame bytes
+# An in-flight request larger than this is remembered without its body (what answering it
+# on its worker's loss needs), so a registration storm does not hold every body twice.
+KEEP_WHOLE_BYTES = 64 << 10
 
 Item = tuple[bytes, bytes]  # (conn id, frame)
 Queued = tuple[bytes, bytes, Any]  # (conn id, frame, the caller's tag, handed back on reply)
@@ -45,7 +48,8 @@ class Peer:
     exited: bool = False  # its process is gone: anything still queued from it is ignored
     stale: int = 0
     others: int = 0  # default-lane requests in flight
-    inflight: deque[tuple[bytes, bytes, bool, Any]] = field(default_factory=deque)
+    # (conn id, the frame or its head, is a route read, tag, frame size)
+    inflight: deque[tuple[bytes, bytes, bool, Any, int]] = field(default_factory=deque)
 
 
 class Dispatcher:
@@ -123,7 +127,7 @@ class Dispatcher:
         if not peer.alive:
             return []
         peer.alive = False
-        lost = [(conn, frame) for conn, frame, _, _ in peer.inflight]
+        lost = [(conn, frame) for conn, frame, _, _, _ in peer.inflight]
         peer.stale += len(lost)
         peer.inflight.clear()
         peer.others = 0
@@ -168,10 +172,10 @@ class Dispatcher:
             return False, None, 0
         if not peer.inflight:
             return True, None, 0
-        _, frame, is_read, tag = peer.inflight.popleft()
+        _, _, is_read, tag, size = peer.inflight.popleft()
         if not is_read:
             peer.others -= 1
-        return True, tag, len(frame)
+        return True, tag, size
 
     # -- dispatch ----------------------------------------------------------
 
@@ -209,8 +213,10 @@ class Dispatcher:
         while queue and len(batch) < room and size < MAX_BATCH_BYTES:
             conn, frame, tag = queue.popleft()
             batch.append((conn, frame))
-            peer.inflight.append((conn, frame, is_read, tag))
-            size += len(frame)
+            n = len(frame)
+            peer.inflight.append((conn, frame if n <= KEEP_WHOLE_BYTES else without_body(frame),
+                                  is_read, tag, n))
+            size += n
         if not is_read:
             peer.others += len(batch)
         return batch

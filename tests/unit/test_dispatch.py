@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from cluster.core.protocol.codes import SerializeType
 from cluster.core.protocol.command import RemotingCommand
-from cluster.core.protocol.frame import encode_command
-from worker.dispatch import Dispatcher, is_route_read
+from cluster.core.protocol.frame import decode_command, encode_command
+from worker.dispatch import KEEP_WHOLE_BYTES, Dispatcher, is_route_read
 from worker.wire import LANE_ALL, LANE_READ
 
 
@@ -84,6 +86,25 @@ def test_silent_worker_fails_its_inflight_and_late_replies_are_dropped() -> None
     assert not d.completed(peer) and not d.completed(peer)  # the two stale replies
     assert d.completed(peer)  # a fresh one
     assert d.idle()
+
+
+def test_a_large_request_in_flight_is_kept_without_its_body() -> None:
+    d = make()
+    peer, _ = d.seen(b"w", 0.0, LANE_ALL)
+    big = RemotingCommand(code=103, opaque=7, version=409, ext_fields={"brokerName": "b"},
+                          body=b"x" * (KEEP_WHOLE_BYTES + 1))
+    small = RemotingCommand(code=103, opaque=8, version=409, body=b"y" * 100)
+    for cmd in (big, small):
+        d.submit(b"c", encode_command(cmd)[4:], tag=cmd.opaque)
+    [(_, sent)] = d.batches()
+    assert [len(f) for _, f in sent] == [len(encode_command(c)) - 4 for c in (big, small)]
+    kept = [decode_command(f) for _, f in d.fail(peer)]
+    assert kept == [dataclasses.replace(big, body=None), small]
+    d.seen(b"w", 1.0)
+    assert d.finish(peer)[0] is False and d.finish(peer)[0] is False  # stale replies
+    d.submit(b"c", encode_command(big)[4:], tag=big.opaque)
+    d.batches()
+    assert d.finish(peer) == (True, 7, len(encode_command(big)) - 4)
 
 
 def test_long_dead_workers_are_forgotten() -> None:

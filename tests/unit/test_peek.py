@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 import pytest
@@ -19,6 +20,7 @@ from cluster.core.protocol.peek import (
     peek,
     peek_code,
     peek_header,
+    without_body,
 )
 
 JSON, BINARY = SerializeType.JSON, SerializeType.ROCKETMQ
@@ -142,3 +144,12 @@ def test_binary_layout_names_the_opaque() -> None:
     assert struct.unpack(">i", header[BIN_OPAQUE_START:BIN_OPAQUE_END])[0] == 77
     assert f[FRAME_BIN_HEAD] == header[:BIN_OPAQUE_START]
     assert f[FRAME_BIN_TAIL:] == header[BIN_OPAQUE_END:]
+
+
+@pytest.mark.parametrize("stype", [JSON, BINARY])
+def test_without_body_keeps_the_header(stype: SerializeType) -> None:
+    whole = frame(103, stype=stype, body=b"b" * 1000, ext={"brokerName": "x"})
+    head = without_body(whole)
+    assert decode_command(head) == dataclasses.replace(decode_command(whole), body=None)
+    assert without_body(head) is head
+    assert without_body(b"\x00\x00") == b"\x00\x00"

@@ -118,3 +118,12 @@ def peek_code(frame: bytes) -> int | None:
     # serialize type 0: the header word is the header length
     m = _JSON_CODE.search(frame, 4, 4 + HEADER_WORD.unpack_from(frame, 0)[0])
     return int(m[1]) if m else None
+
+
+def without_body(frame: bytes) -> bytes:
+    """The frame cut after its header (a frame with no body): enough to answer it. A frame
+    whose header word cannot be read is returned whole."""
+    if len(frame) < 4:
+        return frame
+    end = 4 + (HEADER_WORD.unpack_from(frame, 0)[0] & HEADER_LENGTH_MASK)
+    return frame[:end] if end < len(frame) else frame
