@@ -104,21 +104,21 @@ class BusinessWorker:
             self._on_message(sock, msg)
 
     def _on_message(self, sock: zmq.Socket, msg: bytes) -> None:
-        kind, payload = msg[:1], msg[1:]
+        kind, payload = msg[:1], memoryview(msg)[1:]  # a registration's body is copied once
         if kind == wire.REQUESTS:
             self._send(sock, self._process_batch(payload))
         elif kind == wire.EVENT:
-            self._channels_destroyed([(conn.decode(), peer.decode())
+            self._channels_destroyed([(bytes(conn).decode(), bytes(peer).decode())
                                       for conn, peer in wire.unpack_pairs(payload)])
 
-    def _process_batch(self, payload: bytes) -> bytes:
+    def _process_batch(self, payload: memoryview) -> bytes:
         replies = []
         for conn, frame in wire.unpack_pairs(payload):
-            replies.append((conn, self.process(conn.decode(), frame)))
+            replies.append((conn, self.process(bytes(conn).decode(), frame)))
             self._hello_if_due()
         return wire.pack_pairs(replies, wire.REPLIES)
 
-    def process(self, channel: str, frame: bytes) -> bytes:
+    def process(self, channel: str, frame: bytes | memoryview) -> bytes:
         """The encoded reply to one frame, or b"" when nothing must be sent."""
         try:
             cmd = decode_command(frame)

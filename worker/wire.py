@@ -10,6 +10,8 @@ half way through one (it aborts the process: ``Assertion failed: !_more
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
+from typing import TypeVar
 
 import zmq
 
@@ -62,11 +64,12 @@ POLLIN = int(zmq.POLLIN)
 EVENTS = int(zmq.EVENTS)
 
 _PAIR = struct.Struct(">HI")
+Buf = TypeVar("Buf", bytes, memoryview)
 
 
-def pack_pairs(pairs: list[tuple[bytes, bytes]], kind: bytes = b"") -> bytes:
+def pack_pairs(pairs: Sequence[tuple[bytes | memoryview, bytes]], kind: bytes = b"") -> bytes:
     """``kind`` then (conn, payload) pairs, as one frame: u16 len, u32 len, conn, payload, ..."""
-    parts: list[bytes] = [kind]
+    parts: list[bytes | memoryview] = [kind]
     pack = _PAIR.pack
     for conn, payload in pairs:
         parts.append(pack(len(conn), len(payload)))
@@ -75,8 +78,9 @@ def pack_pairs(pairs: list[tuple[bytes, bytes]], kind: bytes = b"") -> bytes:
     return b"".join(parts)
 
 
-def unpack_pairs(blob: bytes) -> list[tuple[bytes, bytes]]:
-    out: list[tuple[bytes, bytes]] = []
+def unpack_pairs(blob: Buf) -> list[tuple[Buf, Buf]]:
+    """The pairs of ``pack_pairs`` (without its kind byte); a memoryview gives memoryviews."""
+    out: list[tuple[Buf, Buf]] = []
     unpack = _PAIR.unpack_from
     pos, end = 0, len(blob)
     while pos < end:

@@ -153,3 +153,10 @@ def test_without_body_keeps_the_header(stype: SerializeType) -> None:
     assert decode_command(head) == dataclasses.replace(decode_command(whole), body=None)
     assert without_body(head) is head
     assert without_body(b"\x00\x00") == b"\x00\x00"
+
+
+@pytest.mark.parametrize("stype", [JSON, BINARY])
+def test_a_frame_seen_through_a_memoryview_decodes_the_same(stype: SerializeType) -> None:
+    whole = frame(103, stype=stype, body=b"b" * 1000, ext={"brokerName": "x"})
+    cmd = decode_command(memoryview(b"junk" + whole)[4:])
+    assert cmd == decode_command(whole) and type(cmd.body) is bytes

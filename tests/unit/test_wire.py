@@ -10,6 +10,9 @@ def test_pairs_round_trip_behind_their_kind() -> None:
     message = wire.pack_pairs(pairs, wire.REPLIES)
     assert message[:1] == wire.REPLIES
     assert wire.unpack_pairs(message[1:]) == pairs
+    views = wire.unpack_pairs(memoryview(message)[1:])
+    assert all(type(v) is memoryview for pair in views for v in pair)
+    assert [(bytes(c), bytes(f)) for c, f in views] == pairs
 
 
 def test_hello_names_lane_and_pid() -> None:

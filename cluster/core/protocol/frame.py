@@ -130,18 +130,19 @@ def check_header_word(word: int, total: int, max_header: int = MAX_HEADER_LENGTH
         raise FrameTooLarge(f"header length {hlen} above the limit {max_header}")
 
 
-def split_frame(frame: bytes) -> tuple[SerializeType, bytes, bytes | None]:
-    """(serialize type, header bytes, body or None) of one frame without its length word."""
+def split_frame(frame: bytes | memoryview) -> tuple[SerializeType, bytes, bytes | None]:
+    """(serialize type, header bytes, body or None) of one frame without its length word.
+    A frame seen through a memoryview is copied once, into its header and body."""
     if len(frame) < 4:
         raise _bad("frame shorter than its header word")
     (word,) = _U32.unpack_from(frame, 0)
     check_header_word(word, len(frame))
     hlen = word & HEADER_LENGTH_MASK
-    body = frame[4 + hlen :]
-    return _STYPES[word >> STYPE_SHIFT], frame[4 : 4 + hlen], (body or None)
+    body = bytes(frame[4 + hlen :])  # bytes() of a bytes slice is that slice, not a copy
+    return _STYPES[word >> STYPE_SHIFT], bytes(frame[4 : 4 + hlen]), (body or None)
 
 
-def decode_command(frame: bytes) -> RemotingCommand:
+def decode_command(frame: bytes | memoryview) -> RemotingCommand:
     """Decode one frame (no length word). Raises FrameError on a malformed header."""
     stype, header, body = split_frame(frame)
     if stype is SerializeType.JSON:
