@@ -68,12 +68,12 @@ def test_large_json_codes() -> None:
 @pytest.mark.parametrize("stype", [JSON, BINARY])
 def test_oneway_and_response_bits(stype: SerializeType) -> None:
     oneway = peek(frame(RequestCode.REGISTER_BROKER, FLAG_ONEWAY, stype))
-    assert oneway.is_oneway and not oneway.is_response
+    assert oneway.flag & FLAG_ONEWAY and not oneway.flag & FLAG_RESPONSE
     assert oneway.serialize_type is stype
     reply = peek(frame(0, FLAG_RESPONSE, stype))
-    assert reply.is_response and not reply.is_oneway
+    assert reply.flag & FLAG_RESPONSE and not reply.flag & FLAG_ONEWAY
     plain = peek(frame(RequestCode.GET_ROUTEINFO_BY_TOPIC, 0, stype))
-    assert not plain.is_oneway and not plain.is_response
+    assert plain.flag & (FLAG_ONEWAY | FLAG_RESPONSE) == 0
 
 
 @pytest.mark.parametrize(("header", "expected"), [

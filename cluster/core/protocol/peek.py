@@ -20,7 +20,7 @@ import re
 import struct
 from typing import NamedTuple
 
-from cluster.core.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, SerializeType
+from cluster.core.protocol.codes import SerializeType
 from cluster.core.protocol.frame import (
     HEADER_LENGTH_MASK,
     HEADER_WORD,
@@ -51,14 +51,6 @@ class HeaderPeek(NamedTuple):
     code: int
     flag: int
     serialize_type: SerializeType
-
-    @property
-    def is_response(self) -> bool:
-        return bool(self.flag & FLAG_RESPONSE)
-
-    @property
-    def is_oneway(self) -> bool:
-        return bool(self.flag & FLAG_ONEWAY)
 
 
 def peek(frame: bytes) -> HeaderPeek:
