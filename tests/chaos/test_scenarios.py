@@ -88,12 +88,12 @@ def assert_passed(report: ChaosReport, audit: bool) -> None:
 # and in test_node_that_never_expires_brokers_is_caught.
 @pytest.mark.parametrize(("scenario", "seed", "duration", "audit"), [
     ("pause-node", 11, 30, False),
-    ("partition-one-node", 12, 40, False),
+    ("partition-one-node", 12, 36, False),
     ("broker-crash", 13, 40, True),
     ("hostile-client", 14, 20, False),
     ("kill-restart", 15, 32, False),
     ("flapping-node", 16, 30, False),
-    ("mixed", 17, 50, True),
+    ("mixed", 17, 40, True),
     ("random", 18, 40, False),
 ])
 def test_scenario_passes(tmp_path: Path, port_factory: Any, chaos_reaper: Reaper,
