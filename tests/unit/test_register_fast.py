@@ -3,7 +3,6 @@ and applying only the topics whose fields differ from the broker's last applied 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,9 @@ from cluster.core.protocol import body_common, register_body, register_scan
 from cluster.core.protocol.body_common import BodyError
 from cluster.core.protocol.codes import ResponseCode
 from cluster.core.protocol.command import RemotingCommand
+from state import applied as applied_records
 from state import route
-from state.store import APPLIED, APPLIED_QUEUES, APPLIED_STAMP, Store
+from state.store import APPLIED, APPLIED_QUEUES, Store
 from tests.unit.test_processors import call, make_ctx, register_request, request, route_request
 from worker.context import NodeContext
 
@@ -356,15 +356,15 @@ def test_unregistering_the_name_drops_its_digest(store: Store) -> None:
 
 @pytest.fixture()
 def applied(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, register_body.QueueFields]]:
-    """The topic → QueueFields maps handed to route._apply_queues, one per application."""
+    """The topic → QueueFields maps handed to applied._apply_queues, one per application."""
     calls: list[dict[str, register_body.QueueFields]] = []
-    real = route._apply_queues
+    real = applied_records._apply_queues
 
     def spy(t: Any, name: str, queues: Any) -> None:
         calls.append(dict(queues))
         real(t, name, queues)
 
-    monkeypatch.setattr(route, "_apply_queues", spy)
+    monkeypatch.setattr(applied_records, "_apply_queues", spy)
     return calls
 
 
@@ -497,52 +497,3 @@ def test_compressed_tables_use_the_applied_queues_too(
     assert applied[1] == {"TopicB": (6, 2, 0, 2)}
     assert read(ctx, APPLIED, "broker-a") is None
     assert queue_nums(ctx, "TopicB") == {"broker-a": 2}
-
-
-def test_applied_queues_are_read_back_from_the_store(
-        ctx: NodeContext, applied: list[dict[str, register_body.QueueFields]],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    register(ctx, {"TopicA": 4, "TopicB": 8})
-    monkeypatch.setattr(route, "_APPLIED_MEMO", {})
-    register(ctx, {"TopicA": 4, "TopicB": 5}, dv=DV2)
-    assert applied[1] == {"TopicB": (6, 5, 0, 5)}
-    stale = route._APPLIED_MEMO["broker-a"]
-    route._APPLIED_MEMO["broker-a"] = dataclasses.replace(
-        stale, stamp=b"not stored", queues={"TopicA": (6, 4, 0, 4), "TopicB": (6, 7, 0, 7)})
-    register(ctx, {"TopicA": 4, "TopicB": 7}, dv=DV3)
-    assert applied[2] == {"TopicB": (6, 7, 0, 7)}
-    assert stale.queues == {"TopicA": (6, 4, 0, 4), "TopicB": (6, 5, 0, 5)}
-    assert queue_nums(ctx, "TopicB") == {"broker-a": 7}
-
-
-def test_the_memo_of_applied_queues_is_bounded(store: Store) -> None:
-    with store.write() as t:
-        for i in range(route.APPLIED_MEMO_SIZE + 5):
-            route.register_broker(t, "C", f"a:{i}", f"b{i}", 0, None, DV1,
-                                  route.TopicTable(lambda: {"T": (6, 4, 0, 4)}), None,
-                                  "0.1.1", 0)
-    assert len(route._APPLIED_MEMO) <= route.APPLIED_MEMO_SIZE
-    assert f"b{route.APPLIED_MEMO_SIZE + 4}" in route._APPLIED_MEMO
-
-
-def test_brokers_with_the_same_topics_share_names_and_fields_in_the_memo(store: Store) -> None:
-    def table() -> dict[str, register_body.QueueFields]:
-        return {"".join(["Topic", str(i)]): (6, 8, 0, 8) for i in range(50)}
-
-    with store.write() as t:
-        for name in ("b1", "b2"):
-            route.register_broker(t, "C", f"{name}:1", name, 0, None, DV1,
-                                  route.TopicTable(table), None, "0.1.1", 0)
-    first, second = (route._APPLIED_MEMO[n].queues for n in ("b1", "b2"))
-    assert first == second == table()
-    assert all(a is b for a, b in zip(first, second, strict=True))
-    assert len({id(fields) for fields in (*first.values(), *second.values())}) == 1
-
-
-def test_the_memo_keeps_a_stamp_not_the_stored_records(store: Store) -> None:
-    with store.write() as t:
-        route.register_broker(t, "C", "a:1", "b", 0, None, DV1,
-                              route.TopicTable(lambda: {"T": (6, 4, 0, 4)}), None, "0.1.1", 0)
-        stamp = t.get_raw(APPLIED_STAMP, "b")
-    assert stamp is not None and len(stamp) == route.STAMP_BYTES
-    assert route._APPLIED_MEMO["b"].stamp == stamp

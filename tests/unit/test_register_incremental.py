@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cluster.core.protocol import body_common, register_body, register_scan
+from state import applied as applied_records
 from state import route
 from state.store import APPLIED_TABLES, TABLES, Store
 from tests.unit.test_processors import make_ctx, request
@@ -40,7 +41,7 @@ class Pair:
         self.ctxs = [make_ctx(s, clock=lambda: 1000, kv_path=str(tmp / f"kv{i}.json"),
                               config_path=str(tmp / f"ns{i}.properties"))
                      for i, s in enumerate(self.stores)]
-        self.ref_memo: dict[str, route.Applied] = {}
+        self.ref_memo: dict[str, applied_records.Applied] = {}
         self.diffs = 0
 
     def close(self) -> None:
@@ -63,13 +64,13 @@ class Pair:
 
 
 @contextmanager
-def _memo(memo: dict[str, route.Applied]) -> Iterator[None]:
-    saved = route._APPLIED_MEMO
-    route._APPLIED_MEMO = memo
+def _memo(memo: dict[str, applied_records.Applied]) -> Iterator[None]:
+    saved = applied_records._APPLIED_MEMO
+    applied_records._APPLIED_MEMO = memo
     try:
         yield
     finally:
-        route._APPLIED_MEMO = saved
+        applied_records._APPLIED_MEMO = saved
 
 
 def _forget_applied(store: Store) -> None:
@@ -87,13 +88,13 @@ def _tables(store: Store) -> dict[str, list[tuple[str, Any]]]:
 @pytest.fixture()
 def pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pair]:
     p = Pair(tmp_path)
-    real = route._apply_diff
+    real = applied_records._apply_diff
 
     def counted(*args: Any) -> None:
         p.diffs += 1
         real(*args)
 
-    monkeypatch.setattr(route, "_apply_diff", counted)
+    monkeypatch.setattr(applied_records, "_apply_diff", counted)
     yield p
     p.close()
 

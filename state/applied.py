@@ -1,0 +1,263 @@
+"""A broker's applied topic tables: what a master registered last, so the next table of
+that name decodes and writes only what changed (4.9.8 applies every topic each time).
+
+Stored shapes: applied → digest of the topic table a broker name last applied (`TopicTable`);
+applied_queues → {topic: [perm, readQueueNums, topicSysFlag, writeQueueNums]} of the last
+table that name applied whole, and applied_delta → the same for the topics its later
+registrations changed, so the next table of that name touches only the topics whose fields
+differ (topics a table leaves out keep their queue data, so the records may hold more topics
+than the last table; each still holds what the topic table holds for that name);
+applied_stamp → random bytes rewritten with those two records, by which a process knows the
+records it remembers are still current.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from cluster.core.protocol.register_body import QueueFields, queue_fields
+from cluster.core.protocol.register_scan import KnownPieces, PlainTable, TableDiff
+from state.store import (
+    APPLIED,
+    APPLIED_DELTA,
+    APPLIED_QUEUES,
+    APPLIED_STAMP,
+    APPLIED_TABLES,
+    Txn,
+    dumps,
+)
+
+
+class TopicTable:
+    """A registration's topic table as QueueFields per topic, decoded on first use.
+
+    `digest`, when given, names the table's content: a broker name whose last applied
+    table had the same digest already holds exactly these queue data (any other edit
+    of the topic table empties the APPLIED records), so applying it again is skipped
+    without decoding. `plain`, when given, is the same table read piece by piece: against
+    the pieces of the table this name applied before, only the pieces that differ are
+    decoded.
+    """
+
+    __slots__ = ("_load", "_make_digest", "_queues", "_digest", "plain", "_plan")
+
+    def __init__(self, load: Callable[[], dict[str, QueueFields]],
+                 digest: Callable[[], str] | None = None, plain: PlainTable | None = None
+                 ) -> None:
+        self._load = load
+        self._make_digest = digest
+        self._queues: dict[str, QueueFields] | None = None
+        self._digest: str | None = None
+        self.plain = plain
+        self._plan: tuple[Applied, TableDiff | None] | None = None
+
+    @classmethod
+    def of_configs(cls, configs: Mapping[str, Mapping[str, Any]]) -> TopicTable:
+        """From decoded TopicConfigs ({key: TopicConfig}); no digest."""
+        return cls(lambda: queue_fields(configs))
+
+    @classmethod
+    def of_plain(cls, plain: PlainTable, digest: Callable[[], str]) -> TopicTable:
+        return cls(plain.queues, digest, plain)
+
+    def queues(self) -> dict[str, QueueFields]:
+        if self._queues is None:
+            self._queues = self._load()
+        return self._queues
+
+    def digest(self) -> str | None:
+        if self._digest is None and self._make_digest is not None:
+            self._digest = self._make_digest()
+        return self._digest
+
+    def diff(self, applied: Applied) -> TableDiff | None:
+        """This table against the pieces `applied` records, None when it must be decoded
+        whole; computed once per record."""
+        if self.plain is None or applied.pieces is None:
+            return None
+        if self._plan is None or self._plan[0] is not applied:
+            self._plan = (applied, self.plain.diff(applied.pieces))
+        return self._plan[1]
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A broker name's APPLIED_QUEUES and APPLIED_DELTA records as this process read or wrote
+    them: their APPLIED_STAMP (the records are current while the stored stamp is this one),
+    the fields per topic they hold together, and pieces of the tables applied, each of whose
+    entry they hold (None until a table read piece by piece was applied over earlier
+    records)."""
+
+    stamp: bytes | None
+    queues: dict[str, QueueFields]
+    delta_queues: dict[str, QueueFields]
+    pieces: KnownPieces | None
+
+
+# Applied records read or written by this process, by broker name (most recent last).
+_APPLIED_MEMO: dict[str, Applied] = {}
+
+
+# One tuple per distinct QueueFields held by the memo (`_shared`).
+_FIELDS: dict[QueueFields, QueueFields] = {}
+
+
+def already_applied(t: Txn, name: str, table: TopicTable) -> bool:
+    stored = t.get(APPLIED, name)
+    return stored is not None and table.digest() == stored
+
+
+def apply_topic_table(t: Txn, name: str, table: TopicTable) -> None:
+    if already_applied(t, name, table):
+        return
+    applied = last_applied(t, name)
+    diff = None if applied is None else table.diff(applied)
+    if applied is not None and diff is not None:
+        _apply_diff(t, name, table, applied, diff)
+        return
+    queues = _shared(table.queues())
+    _apply_queues(t, name, queues if applied is None else changed_queues(queues,
+                                                                        applied.queues))
+    _put_digest(t, name, table)
+    t.put_raw(APPLIED_QUEUES, name, dumps(queues))
+    t.delete(APPLIED_DELTA, name)
+    # Pieces are kept once a name applies a second table: a first table may be its only one.
+    pieces = None if applied is None or table.plain is None else table.plain.known(queues)
+    _remember_applied(name, Applied(_new_stamp(t, name), queues, {}, pieces))
+
+
+def _apply_diff(t: Txn, name: str, table: TopicTable, applied: Applied, diff: TableDiff
+                ) -> None:
+    """Apply a table read piece by piece: only the pieces read alone can differ from the
+    records. The table is not digested (that would cost more than the diff): APPLIED goes."""
+    assert applied.pieces is not None
+    # The records are updated in place below; until this transaction's are remembered, this
+    # process reads them back from the store.
+    _APPLIED_MEMO.pop(name, None)
+    get = applied.queues.get
+    changed = {topic: fields for topic, fields in diff.changed().items()
+               if get(topic) != fields}
+    _apply_queues(t, name, changed)
+    t.delete(APPLIED, name)
+    stamp, queues, delta_queues = applied.stamp, applied.queues, applied.delta_queues
+    if changed:
+        queues.update(changed)
+        delta_queues.update(changed)
+        if len(delta_queues) > DELTA_FOLD_SHARE * len(queues):
+            delta_queues.clear()
+            t.put_raw(APPLIED_QUEUES, name, dumps(queues))
+            t.delete(APPLIED_DELTA, name)
+        else:
+            t.put_raw(APPLIED_DELTA, name, dumps(delta_queues))
+        stamp = _new_stamp(t, name)
+    applied.pieces.learn(diff)
+    _remember_applied(name, Applied(stamp, queues, delta_queues, applied.pieces))
+
+
+def _put_digest(t: Txn, name: str, table: TopicTable) -> None:
+    digest = table.digest()
+    if digest is None:
+        t.delete(APPLIED, name)
+    else:
+        t.put(APPLIED, name, digest)
+
+
+def changed_queues(queues: dict[str, QueueFields], last: Mapping[str, QueueFields]
+                   ) -> dict[str, QueueFields]:
+    """The topics of `queues` whose fields differ from `last` or that `last` lacks."""
+    get = last.get
+    return {topic: fields for topic, fields in queues.items() if get(topic) != fields}
+
+
+def last_applied(t: Txn, name: str) -> Applied | None:
+    """The applied records of `name`, while the topic table has changed through
+    registrations alone since they were written (each topic in them then still holds their
+    fields for `name`)."""
+    stamp = t.get_raw(APPLIED_STAMP, name)
+    memo = _APPLIED_MEMO.get(name)
+    if memo is not None and stamp is not None and memo.stamp == stamp:
+        return memo
+    raw = t.get_raw(APPLIED_QUEUES, name)
+    if raw is None:
+        return None
+    delta = t.get_raw(APPLIED_DELTA, name)
+    queues = _shared(_fields_of(raw))
+    delta_queues = {} if delta is None else _fields_of(delta)
+    queues.update(delta_queues)
+    applied = Applied(stamp, queues, delta_queues, None)
+    if stamp is not None:
+        _remember_applied(name, applied)
+    return applied
+
+
+def last_applied_queues(t: Txn, name: str) -> dict[str, QueueFields] | None:
+    """QueueFields per topic that `name`'s applied records hold (see `last_applied`)."""
+    applied = last_applied(t, name)
+    return None if applied is None else applied.queues
+
+
+def _fields_of(raw: bytes) -> dict[str, QueueFields]:
+    stored = orjson.loads(raw)
+    return dict(zip(stored, map(tuple, stored.values()), strict=True))
+
+
+def _shared(queues: dict[str, QueueFields]) -> dict[str, QueueFields]:
+    """`queues` with its topic names interned and equal fields one tuple: the applied
+    records of the brokers of a cluster, which mostly carry the same topics, share them."""
+    if len(_FIELDS) > FIELDS_KEPT:
+        _FIELDS.clear()
+    fields = list(queues.values())
+    return dict(zip(map(sys.intern, queues), map(_FIELDS.setdefault, fields, fields),
+                    strict=True))
+
+
+def _new_stamp(t: Txn, name: str) -> bytes:
+    """Mark `name`'s applied records as rewritten; random, so no two writes share a stamp."""
+    stamp = os.urandom(STAMP_BYTES)
+    t.put_raw(APPLIED_STAMP, name, stamp)
+    return stamp
+
+
+def _remember_applied(name: str, applied: Applied) -> None:
+    _APPLIED_MEMO.pop(name, None)
+    while len(_APPLIED_MEMO) >= APPLIED_MEMO_SIZE:
+        del _APPLIED_MEMO[next(iter(_APPLIED_MEMO))]
+    _APPLIED_MEMO[name] = applied
+
+
+def _apply_queues(t: Txn, name: str, queues: Mapping[str, QueueFields]) -> None:
+    """Put each topic's QueueData of `name`; topics whose QueueData is unchanged are not
+    rewritten."""
+    for topic, (perm, read, flag, write) in queues.items():
+        qd = {"brokerName": name, "perm": perm, "readQueueNums": read, "topicSysFlag": flag,
+              "writeQueueNums": write}
+        qmap = t.get("topic", topic) or {}
+        if qmap.get(name) != qd:
+            qmap[name] = qd
+            t.put("topic", topic, qmap, registering=True)
+
+
+APPLIED_MEMO_SIZE = 32
+
+
+STAMP_BYTES = 16
+
+
+FIELDS_KEPT = 4096
+
+
+# An APPLIED_DELTA holding more than this share of a name's applied topics is folded into
+# its APPLIED_QUEUES record.
+DELTA_FOLD_SHARE = 1 / 8
+
+
+def forget_applied(t: Txn, name: str) -> None:
+    """`name` left the route tables: none of its applied records (stamp included) holds."""
+    for table in APPLIED_TABLES:
+        t.delete(table, name)
