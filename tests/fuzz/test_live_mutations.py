@@ -178,7 +178,7 @@ def good_client(addr: str, index: int, stop: threading.Event, figures: Figures) 
                 with figures.lock:
                     figures.good_answered += 1
                     figures.slowest_answer_s = max(figures.slowest_answer_s, took)
-            time.sleep(0.002)
+            time.sleep(0.002)  # a good client's pace: the traffic under test
     finally:
         conn.close()
 
@@ -235,7 +235,7 @@ def hostile_sender(port: int, index: int, stop: threading.Event, figures: Figure
                     sock.sendall(data[pos : pos + n])
                     pos += n
                     if rng.random() < 0.2:
-                        time.sleep(0.001)
+                        time.sleep(0.001)  # a slow sender's pause: the pattern under test
                 figures.add(frames_sent=frames, bytes_sent=len(data))
                 got, closed = drain(sock)
                 figures.add(replies_read=got)
@@ -247,7 +247,7 @@ def hostile_sender(port: int, index: int, stop: threading.Event, figures: Figure
             with contextlib.suppress(OSError):
                 sock.close()
         figures.add(closed_by_node=int(closed))
-        time.sleep(rng.choice((0.0, 0.001, 0.005)))
+        time.sleep(rng.choice((0.0, 0.001, 0.005)))  # seeded pacing between connections
 
 
 def run_traffic(node: LoggedNode, figures: Figures, seeds: list[bytes]) -> None:

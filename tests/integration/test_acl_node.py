@@ -127,7 +127,7 @@ def test_accounts_file_is_reloaded_without_restart(node: NodeProcess) -> None:
         until = time.monotonic() + 3 * RECHECK_S
         while time.monotonic() < until:
             assert conn.call(acl.sign(kv_put("a", "3"), newcomer)).code == ResponseCode.SUCCESS
-            time.sleep(0.1)
+            time.sleep(0.1)  # asked again and again over the whole window: the point
     finally:
         conn.close()
     err = node.stop()

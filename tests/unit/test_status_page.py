@@ -22,7 +22,7 @@ from supervisor.status_board import StatusBoard
 from supervisor.status_gather import Gatherer
 from supervisor.status_page import StatusPage
 from supervisor.status_view import banner
-from tests.nodeproc import free_port
+from tests.nodeproc import free_port, poll_until
 
 
 def tables(brokers: dict[str, Any], topics: dict[str, Any] | None = None,
@@ -162,9 +162,8 @@ def test_page_routes_escape_and_serve_the_latest_reports(tmp_path: Path) -> None
     page.start()
     try:
         page.publish(_Host())
-        poll = time.monotonic() + 10
-        while not page.board.read().reports and time.monotonic() < poll:
-            time.sleep(0.05)
+        poll_until(lambda: page.board.read().reports, timeout=10, interval=0.05,
+                   what="the report list gathered")
         status, body = _get(page.url)
         assert status == 200 and b"pynamesrv cluster" in body
         assert b'href="/reports/chaos"' in body and b"FAIL (converged)" in body
