@@ -7,7 +7,8 @@ from typing import Any
 from cluster.core.protocol.codes import ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import encode_command
-from worker.io_worker import Connection, Hub, IoConfig
+from worker.io_connection import Connection, IoConfig
+from worker.io_worker import Hub
 from worker.route_replies import RouteReplies, header_key
 
 CFG = IoConfig(index=0, parent=0, host="127.0.0.1", port=0, run="", store_path="",

@@ -1,0 +1,148 @@
+"""One client connection of an I/O worker (frames in, replies out, within the connection
+limits), and the I/O worker's configuration."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cluster.core.protocol.frame import FrameError, FrameReader, FrameTooLarge
+from worker import limits
+
+if TYPE_CHECKING:
+    from worker.io_worker import Hub
+
+log = logging.getLogger("pynamesrv.io")
+
+
+@dataclass(frozen=True)
+class IoConfig:
+    index: int
+    parent: int
+    host: str
+    port: int
+    run: str
+    store_path: str
+    frame_max: int
+    header_max: int
+    max_connections: int  # this worker's share of the node's
+    max_connections_per_address: int
+    pending_max: int
+    frame_timeout_s: float
+    write_timeout_s: float
+    tls_mode: str
+    tls_cert: str
+    tls_key: str
+    tls_client_auth: str
+    tls_trust: str
+    idle_timeout_s: float
+    max_pending: int
+    window: int
+    drain_ms: int
+
+
+class Connection(asyncio.Protocol):
+    """One client connection: frames in, replies out, within the connection limits.
+
+    ``pending`` counts the bytes of requests read and not answered yet; with the
+    unsent reply bytes it bounds what one peer can make the worker hold: above
+    ``pending_max`` reading stops until half has drained.
+    """
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self.reader = FrameReader(hub.cfg.frame_max, hub.cfg.header_max)
+        self.conn_id = b""
+        self.peer = ""
+        self.address = ""
+        self.transport: asyncio.Transport | None = None
+        self.last_active = 0.0
+        self.pending = 0
+        self.write_blocked_since: float | None = None  # replies cannot be written since then
+        self.partial_since: float | None = None  # an incomplete frame started then
+        self._reading = True
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        name = transport.get_extra_info("peername")
+        self.peer = f"{name[0]}:{name[1]}" if name else ""
+        self.address = str(name[0]) if name else ""
+        if not self.hub.add(self):
+            transport.abort()
+
+    def data_received(self, data: bytes) -> None:
+        now = self.last_active = self.hub.now()
+        try:
+            frames = self.reader.feed(data)
+        except FrameTooLarge as exc:
+            self.hub.hits.hit(limits.FRAME_TOO_LARGE, self.address, str(exc))
+            self.close(abort=True)
+            return
+        except FrameError as exc:
+            log.warning("event=bad_frame peer=%s conn=%s error=%r", self.peer,
+                        self.conn_id.decode(), str(exc))
+            self.close(abort=True)
+            return
+        if not self.reader.buffered:
+            self.partial_since = None
+        elif self.partial_since is None or frames:
+            self.partial_since = now
+        self.hub.on_frames(self, frames)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.hub.remove(self)
+
+    def pause_writing(self) -> None:
+        self.write_blocked_since = self.hub.now()
+        self.update_reading()
+
+    def resume_writing(self) -> None:
+        self.write_blocked_since = None
+        self.update_reading()
+
+    def add_pending(self, size: int) -> None:
+        self.pending += size
+        if size > 0 and self.pending > self.hub.cfg.pending_max and self._reading:
+            self.hub.hits.hit(limits.PENDING_BYTES, self.address)
+        self.update_reading()
+
+    def update_reading(self) -> None:
+        """Read while replies can be written and what this peer holds is within bounds."""
+        if self.transport is None or self.transport.is_closing():
+            return
+        held = self.pending + self.transport.get_write_buffer_size()
+        limit = self.hub.cfg.pending_max
+        want = self.write_blocked_since is None and (
+            held <= limit // 2 or (self._reading and held <= limit))
+        if want != self._reading:
+            self._reading = want
+            if want:
+                self.transport.resume_reading()
+                if self.partial_since is not None:  # its sender was not slow: we did not read
+                    self.partial_since = self.hub.now()
+            else:
+                self.transport.pause_reading()
+
+    @property
+    def reading(self) -> bool:
+        return self._reading
+
+    def write(self, data: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
+            self.last_active = self.hub.now()
+
+    def close(self, abort: bool = False) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
