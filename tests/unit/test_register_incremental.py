@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from cluster.core.protocol import body_common, register_body, register_scan
 from state import applied as applied_records
-from state import route
 from state.store import APPLIED_TABLES, TABLES, Store
 from tests.unit.test_processors import make_ctx, request
 from worker.processors import handle
