@@ -111,13 +111,16 @@ def test_node_that_never_expires_brokers_is_caught(tmp_path: Path, port_factory:
     failed = failures(report)
     assert set(failed) == {"crashed_broker_expires"}, failed
     assert {ev["node"] for ev in failed["crashed_broker_expires"]} == {"n2"}
-    # The audit sees n2 alone keeping the crashed broker, but the broker's restart
-    # ends that divergence before the bound, so its verdict (eventual consistency) holds.
+    # The audit sees n2 keeping the crashed broker after the others dropped it, but
+    # the broker's restart ends that divergence before the bound, so its verdict
+    # (eventual consistency) holds. n1 and n3 expire the broker at their own scan
+    # times, so a run of divergent rounds may open with one of them "missing" before
+    # n2 is the lone "extra"; the run's kinds and nodes hold both, whatever the order.
     assert_audit_passed(report)
-    lingering = [(i["nodes"], i["kind"]) for i in audit_report(report)["intervals"]
+    lingering = [i for i in audit_report(report)["intervals"]
                  if i["table"] == "broker" and i["key"] == "chaos-broker-1"
                  and i["duration_ms"] > 2000]
-    assert lingering == [(["n2"], "extra")]
+    assert any("extra" in i["kinds"] and "n2" in i["nodes"] for i in lingering), lingering
 
 
 def test_ctrl_c_leaves_no_process_behind(tmp_path: Path, port_factory: Any,
