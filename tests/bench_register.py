@@ -1,15 +1,17 @@
 """In-process cost of REGISTER_BROKER through ``handle()`` (no network), by case.
 
     .venv/bin/python -m tests.bench_register [--topics 10000] [--rounds 30]
-    .venv/bin/python -m tests.bench_register --tcp [--seconds 8]
+    .venv/bin/python -m tests.bench_register --tcp [--seconds 8] [--java]
 
 One master of ``--topics`` topics registers first, then each case repeats a registration
 and reports the median and p90 in milliseconds. Cases: unchanged data version, bumped
 version with an identical table, bumped version with 1 / 100 / every topic changed, and
 the same 1 / 100 with a compressed body.
 
-``--tcp`` starts a node and sends it bumped registrations with 1 and 100 topics changed
-over one connection, one request in flight, for ``--seconds`` each: registrations/s.
+``--tcp`` starts a node (and with ``--java`` the real Java NameServer 4.9.8 after it) and
+sends it bumped registrations with 1 and 100 topics changed over one connection, one request
+in flight, for ``--seconds`` each: registrations/s. The frames are built before the clock
+starts, so the client costs both servers the same little.
 """
 
 from __future__ import annotations
@@ -20,10 +22,9 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from cluster.bench.fanout import spawned_nodes
+from cluster.bench.runner import started_server
 from cluster.core.protocol import body_common, register_body
 from cluster.core.protocol.codes import ResponseCode
 from cluster.core.protocol.command import RemotingCommand
@@ -121,30 +122,46 @@ def _bumped(tail: bytes, counter: int) -> bytes:
                                           ext_fields=ext, body=body))
 
 
-def run_tcp(topics: int, seconds: float, report: Callable[[str], None] = print) -> None:
-    """Bumped registrations with 1 and 100 changed topics against a fresh node; the client
-    builds each frame (data version, CRC) between requests."""
+def _tcp_frames(topics: int, changed: int) -> list[bytes]:
+    """Bumped registration frames, built before the clock starts: ``changed`` topics differ
+    between consecutive frames, every frame has a data version of its own."""
     variants = 7  # distinct values cycled by the changed topics
-    with tempfile.TemporaryDirectory() as tmp, spawned_nodes(1, Path(tmp)) as addrs:
-        host, port = addrs[0].split(":")
-        with socket.create_connection((host, int(port))) as sock:
-            counter = 0
-            for changed in (1, 100):
-                tails = []
-                for r in range(variants):
-                    body = _request(_configs(topics, changed, r), 1, False).body or b""
-                    head = register_body.register_head(body, False, 409)
-                    assert head is not None
-                    tails.append(body[head.table_offset:])
-                sent, start = 0, time.perf_counter()
-                while time.perf_counter() - start < seconds:
-                    counter += 1
-                    sock.sendall(_bumped(tails[counter % variants], counter))
-                    _recv_frame(sock)
-                    sent += 1
-                elapsed = time.perf_counter() - start
-                report(f"tcp bumped, {changed} changed: {sent / elapsed:.0f} regs/s "
-                       f"({sent} in {elapsed:.1f} s)")
+    tails = []
+    for r in range(variants):
+        body = _request(_configs(topics, changed, r), 1, False).body or b""
+        head = register_body.register_head(body, False, 409)
+        assert head is not None
+        tails.append(body[head.table_offset:])
+    return [_bumped(tails[i % variants], i + 1) for i in range(2 * variants)]
+
+
+def _tcp_rate(addr: str, frames: list[bytes], seconds: float) -> float:
+    """Registrations/s over one connection, one request in flight."""
+    host, port = addr.split(":")
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(frames[-1])  # the broker's first registration
+        _recv_frame(sock)
+        sent, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            sock.sendall(frames[sent % len(frames)])
+            _recv_frame(sock)
+            sent += 1
+        return sent / (time.perf_counter() - start)
+
+
+def run_tcp(topics: int, seconds: float, java: bool,
+            report: Callable[[str], None] = print) -> None:
+    """Bumped registrations with 1 and 100 changed topics against a fresh node, and with
+    ``java`` against a fresh real Java NameServer 4.9.8 (warmed for ``seconds`` first)."""
+    frames = {changed: _tcp_frames(topics, changed) for changed in (1, 100)}
+    kinds = ("node", "java") if java else ("node",)
+    for kind in kinds:
+        with started_server(kind, {}) as (addr, _pid):
+            if kind == "java":
+                _tcp_rate(addr, frames[100], seconds)  # JIT warm-up
+            for changed, built in frames.items():
+                report(f"{kind} tcp bumped, {changed} changed: "
+                       f"{_tcp_rate(addr, built, seconds):.0f} regs/s")
 
 
 def main() -> None:
@@ -153,9 +170,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--tcp", action="store_true")
     parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--java", action="store_true",
+                        help="with --tcp: also the real Java NameServer 4.9.8, same client")
     args = parser.parse_args()
     if args.tcp:
-        run_tcp(args.topics, args.seconds)
+        run_tcp(args.topics, args.seconds, args.java)
     else:
         run(args.topics, args.rounds)
 

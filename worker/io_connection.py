@@ -18,6 +18,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pynamesrv.io")
 
+READ_SIZE = 256 << 10  # bytes one read of a connection may bring
+# A frame of this many bytes or more (a registration's topic table) is read straight into a
+# buffer of its own once 1 / LARGE_SHARE of it is in: no join of its pieces, and it goes to
+# the business pool without being packed into a batch.
+LARGE_FRAME = 256 << 10
+LARGE_SHARE = 8
+
 
 @dataclass(frozen=True)
 class IoConfig:
@@ -45,8 +52,11 @@ class IoConfig:
     drain_ms: int
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     """One client connection: frames in, replies out, within the connection limits.
+
+    Reads land in the hub's read buffer and are split into frames as bytes; the rest of a
+    large frame lands in a bytearray of its own (``LARGE_FRAME``), which is the frame.
 
     ``pending`` counts the bytes of requests read and not answered yet; with the
     unsent reply bytes it bounds what one peer can make the worker hold: above
@@ -65,6 +75,8 @@ class Connection(asyncio.Protocol):
         self.write_blocked_since: float | None = None  # replies cannot be written since then
         self.partial_since: float | None = None  # an incomplete frame started then
         self._reading = True
+        self._large: bytearray | None = None  # the large frame being read
+        self._large_in = 0  # how many of its bytes are in
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -77,6 +89,22 @@ class Connection(asyncio.Protocol):
         self.address = str(name[0]) if name else ""
         if not self.hub.add(self):
             transport.abort()
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._large is not None:
+            return memoryview(self._large)[self._large_in :]
+        return self.hub.read_view
+
+    def buffer_updated(self, nbytes: int) -> None:
+        large = self._large
+        if large is None:
+            self.data_received(bytes(self.hub.read_view[:nbytes]))
+            return
+        self.last_active = self.hub.now()
+        self._large_in += nbytes
+        if self._large_in == len(large):
+            self._large, self.partial_since = None, None
+            self.hub.on_large_frame(self, large)
 
     def data_received(self, data: bytes) -> None:
         now = self.last_active = self.hub.now()
@@ -91,7 +119,11 @@ class Connection(asyncio.Protocol):
                         self.conn_id.decode(), str(exc))
             self.close(abort=True)
             return
-        if not self.reader.buffered:
+        if self.reader.buffered >= LARGE_FRAME // LARGE_SHARE:
+            detached = self.reader.detach(LARGE_FRAME, LARGE_SHARE)
+            if detached is not None:
+                self._large, self._large_in = detached
+        if not self.reader.buffered and self._large is None:
             self.partial_since = None
         elif self.partial_since is None or frames:
             self.partial_since = now

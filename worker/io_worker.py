@@ -1,6 +1,6 @@
 """I/O worker process: owns client sockets, splits frames, feeds the business pool.
 
-One uvloop event loop per process. Connections use asyncio Protocols; the hub
+One uvloop event loop per process. Connections use asyncio buffered Protocols; the hub
 batches complete frames to business workers over a ZeroMQ ROUTER socket with a
 credit window per worker, writes replies back, and turns closed connections into
 channel-destroyed events. Requests are never dropped silently: an overflowing
@@ -41,7 +41,7 @@ from state.store import Store
 from worker import limits, tls, wire
 from worker.dispatch import ROUTE_CODE as ROUTE
 from worker.dispatch import Dispatcher, Peer
-from worker.io_connection import Connection, IoConfig
+from worker.io_connection import READ_SIZE, Connection, IoConfig
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code
 from worker.procs import announce_ready, io_endpoint, start_worker_process
 from worker.route_replies import RouteReplies, header_key, learnable
@@ -82,6 +82,8 @@ class Hub:
         self._prefix = f"{cfg.index}.{os.getpid()}.".encode()
         self.m = WorkerMetrics("io", cfg.index)
         self.pusher: Pusher | None = None
+        # Where every connection reads (one read at a time, consumed before the next).
+        self.read_view = memoryview(bytearray(READ_SIZE))
 
     def now(self) -> float:
         return self.loop.time()
@@ -170,6 +172,10 @@ class Hub:
             conn.write(out[0] if len(out) == 1 else b"".join(out))
             self._count_hits(len(out), unusual, time.perf_counter() - t0)
 
+    def on_large_frame(self, conn: Connection, frame: bytearray) -> None:
+        """A frame read into a buffer of its own: to the pool, never a route lookup's key."""
+        self.submit(conn.conn_id, frame, (None, None, time.perf_counter(), frame_code(frame)))
+
     def _count_hits(self, n: int, unusual: list[int], took: float) -> None:
         """``n`` route lookups answered from templates (those in ``unusual`` not with SUCCESS):
         one latency for the chunk they came in."""
@@ -230,8 +236,27 @@ class Hub:
     def flush(self) -> None:
         self._flush_scheduled = False
         for peer, batch in self.lanes.batches():
-            self._send(peer, wire.pack_pairs(batch, wire.REQUESTS))
+            self._send_batch(peer, batch)
         self._send_events()
+
+    def _send_batch(self, peer: Peer, batch: list[tuple[bytes, bytes]]) -> None:
+        """One message for the batch, or, in order, one per large frame (sent as it is, a
+        bytearray) and one per run of other frames between them."""
+        if not any(type(frame) is bytearray for _, frame in batch):
+            self._send(peer, wire.pack_pairs(batch, wire.REQUESTS))
+            return
+        run: list[tuple[bytes, bytes]] = []
+        for conn_id, frame in batch:
+            if type(frame) is not bytearray:
+                run.append((conn_id, frame))
+                continue
+            if run and not self._send(peer, wire.pack_pairs(run, wire.REQUESTS)):
+                return
+            run = []
+            if not self._send(peer, wire.REQUEST_ALONE + conn_id, frame):
+                return
+        if run:
+            self._send(peer, wire.pack_pairs(run, wire.REQUESTS))
 
     def _send_events(self) -> None:
         """Closed connections, up to EVENTS_PER_MESSAGE in one message (one write there)."""
@@ -244,10 +269,10 @@ class Hub:
                 for _ in batch:
                     self.events.popleft()
 
-    def _send(self, peer: Peer, message: bytes) -> bool:
+    def _send(self, peer: Peer, *message: bytes | bytearray) -> bool:
         try:
             # without a copy: registrations of megabytes (pyzmq copies small messages anyway)
-            self.router.send_multipart((peer.ident, message), flags=wire.NOBLOCK, copy=False)
+            self.router.send_multipart((peer.ident, *message), flags=wire.NOBLOCK, copy=False)
         except zmq.ZMQError as exc:
             log.warning("event=peer_unreachable peer=%s error=%r", peer.ident.decode(), str(exc))
             self.fail_peer(peer)

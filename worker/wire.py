@@ -19,6 +19,7 @@ HELLO = b"H"      # heartbeat / hello, both directions; business -> I/O: b"H<lan
 LANE_ALL = b"all"    # serves every request
 LANE_READ = b"read"  # serves route lookups (code 105) only
 REQUESTS = b"Q"   # I/O -> business: b"Q" + pack_pairs([(conn, frame), ...])
+REQUEST_ALONE = b"L"  # I/O -> business, two parts: b"L" + conn, then one (large) frame
 EVENT = b"E"      # I/O -> business: b"E" + pack_pairs([(conn, peer)]) (channel destroyed)
 REPLIES = b"P"    # business -> I/O: b"P" + pack_pairs([(conn, reply), ...]) (empty: none)
 CLOSE = b"\x00"   # a reply that is no frame: the header was malformed, close the connection

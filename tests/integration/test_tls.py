@@ -18,7 +18,10 @@ from cluster.client.errors import ConnectError
 from cluster.client.nsclient import NameServerClient
 from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import decode_frame
 from tests.nodeproc import Conn, NodeProcess, free_port
+from tests.unit.test_large_frames import registration
+from worker.io_connection import LARGE_FRAME
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl command")]
@@ -69,6 +72,20 @@ def test_the_project_client_reads_over_tls_with_the_ca(node: NodeProcess, certs:
     client = tls_client(node, certs)
     try:
         assert client.get_cluster_info() is not None
+    finally:
+        close(client)
+
+
+def test_a_registration_of_megabytes_over_tls(node: NodeProcess, certs: Path) -> None:
+    """A frame large enough to be read into a buffer of its own, through the TLS layer."""
+    frame = registration(20_000)
+    assert len(frame) > LARGE_FRAME * 4
+    client = tls_client(node, certs)
+    try:
+        reply = client.pool.call(node.addr, decode_frame(frame), 30)
+        assert reply.code == ResponseCode.SUCCESS, reply.remark
+        route = client.get_route("T19999")
+        assert route["brokerDatas"][0]["brokerName"] == "b"
     finally:
         close(client)
 

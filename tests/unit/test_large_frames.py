@@ -1,0 +1,167 @@
+"""Large frames (registrations of megabytes): read into a buffer of their own, sent to the
+business pool as a message of their own, in order with the frames around them."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zmq
+
+from cluster.core.protocol import body_common, register_body
+from cluster.core.protocol.codes import ResponseCode
+from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.frame import FrameReader, decode_frame, encode_command
+from state.store import Store
+from tests.unit.test_io_route_hits import connection, request
+from worker import wire
+from worker.business import BusinessConfig, BusinessWorker
+from worker.io_connection import LARGE_FRAME, LARGE_SHARE
+from worker.procs import io_endpoint
+
+
+def registration(topics: int, opaque: int = 1) -> bytes:
+    configs = {f"T{i:05d}": register_body.topic_config(f"T{i:05d}") for i in range(topics)}
+    body = register_body.encode_register_body({"counter": 1, "timestamp": 1}, configs, [], False)
+    ext = {"brokerName": "b", "brokerAddr": "10.0.0.1:10911", "clusterName": "C",
+           "brokerId": "0", "haServerAddr": "", "compressed": "false",
+           "bodyCrc32": str(body_common.crc32_java(body))}
+    return encode_command(RemotingCommand(code=103, opaque=opaque, version=409,
+                                          ext_fields=ext, body=body))
+
+
+@pytest.fixture(scope="module")
+def big() -> bytes:
+    frame = registration(3000)
+    assert len(frame) > LARGE_FRAME
+    return frame
+
+
+def test_the_reader_hands_over_a_large_frame_once_a_share_is_in(big: bytes) -> None:
+    reader = FrameReader()
+    share = (len(big) - 4) // LARGE_SHARE
+    assert reader.feed(big[:2]) == [] and reader.feed(big[2:100]) == []  # length word in two
+    assert reader.detach(LARGE_FRAME, LARGE_SHARE) is None  # too little of it in yet
+    assert reader.feed(big[100 : share + 8]) == []
+    detached = reader.detach(LARGE_FRAME, LARGE_SHARE)
+    assert detached is not None
+    buf, have = detached
+    assert have == share + 4 and len(buf) == len(big) - 4
+    buf[have:] = big[4 + have :]
+    assert bytes(buf) == big[4:]
+    assert reader.buffered == 0
+    small = request("A", 1)
+    assert reader.feed(small) == [small[4:]]  # the reader starts afresh
+
+
+def test_a_small_frame_is_never_handed_over() -> None:
+    reader = FrameReader()
+    frame = registration(10)
+    assert reader.feed(frame[:-1]) == []
+    assert reader.detach(LARGE_FRAME, LARGE_SHARE) is None
+    assert reader.feed(frame[-1:]) == [frame[4:]]
+
+
+def reads(conn: Any, data: bytes, size: int) -> None:
+    """``data`` through the buffered-protocol calls, at most ``size`` bytes per read."""
+    pos = 0
+    while pos < len(data):
+        buf = conn.get_buffer(-1)
+        n = min(size, len(buf), len(data) - pos)
+        buf[:n] = data[pos : pos + n]
+        conn.buffer_updated(n)
+        pos += n
+
+
+def test_a_large_frame_between_small_ones_keeps_its_place(big: bytes) -> None:
+    hub, conn, transport = connection([b"1"])
+    other = encode_command(RemotingCommand(code=206, opaque=9))  # GET_ALL_TOPIC_LIST
+    reads(conn, request("A", 7) + big + other, 65536)
+    assert len(transport.writes) == 1  # the route lookup, answered from its template
+    queued = [frame for _, frame, _ in hub.lanes.others]
+    assert [type(f) for f in queued] == [bytearray, bytes]
+    assert queued[0] == big[4:] and queued[1] == other[4:]
+    assert conn.partial_since is None and conn.reader.buffered == 0
+
+
+def test_a_large_frame_in_progress_is_partial(big: bytes) -> None:
+    hub, conn, _ = connection([b"1"])
+    reads(conn, big[: len(big) // 2], 65536)
+    assert conn.partial_since is not None
+    assert len(conn.get_buffer(-1)) == len(big) - len(big) // 2  # straight into its buffer
+    reads(conn, big[len(big) // 2 :], 65536)
+    assert conn.partial_since is None
+    assert [f for _, f, _ in hub.lanes.others] == [big[4:]]
+
+
+class Router:
+    def __init__(self) -> None:
+        self.sent: list[tuple[Any, ...]] = []
+
+    def send_multipart(self, parts: tuple[Any, ...], flags: int = 0, copy: bool = True) -> None:
+        self.sent.append(parts)
+
+
+def test_a_batch_is_split_around_its_large_frames(big: bytes) -> None:
+    hub, conn, _ = connection([b"1"])
+    router = Router()
+    hub.router = router  # type: ignore[assignment]
+    hub._schedule_read = lambda: None  # type: ignore[method-assign]
+    peer, _ = hub.lanes.seen(b"b0", 0.0, wire.LANE_ALL, 0)
+    assert peer is not None
+    large = bytearray(big[4:])
+    hub._send_batch(peer, [(b"c1", b"x"), (b"c1", large), (b"c2", b"y"), (b"c2", b"z")])
+    assert router.sent == [
+        (b"b0", wire.pack_pairs([(b"c1", b"x")], wire.REQUESTS)),
+        (b"b0", wire.REQUEST_ALONE + b"c1", large),
+        (b"b0", wire.pack_pairs([(b"c2", b"y"), (b"c2", b"z")], wire.REQUESTS)),
+    ]
+    router.sent.clear()
+    hub._send_batch(peer, [(b"c1", b"x"), (b"c2", b"y")])
+    assert router.sent == [(b"b0", wire.pack_pairs([(b"c1", b"x"), (b"c2", b"y")],
+                                                   wire.REQUESTS))]
+
+
+def test_the_business_worker_answers_a_large_frame_in_order(tmp_path: Path, big: bytes
+                                                             ) -> None:
+    Store.create(tmp_path / "store").close()
+    zctx = zmq.Context()
+    router = zctx.socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    router.bind(io_endpoint(tmp_path, 0))
+    worker = BusinessWorker(BusinessConfig(index=0, parent=0, run=str(tmp_path), io_workers=1,
+                                           store_path=str(tmp_path / "store"), node_name="n"),
+                            zctx)
+    try:
+        deadline = time.monotonic() + 10
+        while not router.poll(50):  # a hello is dropped until the connection is up
+            assert time.monotonic() < deadline, "no hello from the business worker"
+            worker.hello()
+        ident, hello = router.recv_multipart()
+        assert hello.startswith(wire.HELLO)
+        query = encode_command(RemotingCommand(code=206, opaque=9))[4:]  # all topics
+        router.send_multipart((ident, wire.REQUEST_ALONE + b"c1@p", bytearray(big[4:])))
+        router.send_multipart((ident, wire.pack_pairs([(b"c1@p", query)], wire.REQUESTS)))
+        answers = []
+        deadline = time.monotonic() + 10
+        while len(answers) < 2:
+            assert time.monotonic() < deadline, answers
+            worker._drain(worker.sockets[0])
+            if router.poll(50):
+                _, message = router.recv_multipart()
+                if message.startswith(wire.REPLIES):
+                    answers += wire.unpack_pairs(message[1:])
+        assert [conn for conn, _ in answers] == [b"c1@p", b"c1@p"]
+        replies = [decode_frame(reply) for _, reply in answers]
+        assert [(r.opaque, r.code) for r in replies] == [(1, ResponseCode.SUCCESS),
+                                                         (9, ResponseCode.SUCCESS)]
+        assert b"\"T02999\"" in (replies[1].body or b"")  # it sees the registration
+    finally:
+        for sock in worker.sockets:
+            sock.close(0)
+        worker.pusher.close()
+        worker.store.close()
+        router.close(0)
+        zctx.term()
