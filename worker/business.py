@@ -101,24 +101,15 @@ class BusinessWorker:
                 msg = sock.recv(flags=wire.NOBLOCK)
             except zmq.Again:
                 return
-            more = []  # the parts of one message arrive together; a large frame is not copied
-            while sock.rcvmore:
-                more.append(sock.recv(copy=False).buffer)
-            self._on_message(sock, msg, more)
+            self._on_message(sock, msg)
 
-    def _on_message(self, sock: zmq.Socket, msg: bytes, more: list[memoryview]) -> None:
+    def _on_message(self, sock: zmq.Socket, msg: bytes) -> None:
         kind, payload = msg[:1], memoryview(msg)[1:]  # a registration's body is copied once
         if kind == wire.REQUESTS:
             self._send(sock, self._process_batch(payload))
-        elif kind == wire.REQUEST_ALONE and len(more) == 1:
-            conn = bytes(payload)
-            reply = self.process(conn.decode(), more[0])
-            self._send(sock, wire.pack_pairs([(conn, reply)], wire.REPLIES))
         elif kind == wire.EVENT:
             self._channels_destroyed([(bytes(conn).decode(), bytes(peer).decode())
                                       for conn, peer in wire.unpack_pairs(payload)])
-        elif kind != wire.HELLO:
-            log.error("event=bad_internal_message kind=%r parts=%d", bytes(kind), 1 + len(more))
 
     def _process_batch(self, payload: memoryview) -> bytes:
         replies = []

@@ -26,8 +26,9 @@ MAX_BATCH_BYTES = 1 << 20  # a batch stops growing past this many frame bytes
 # on its worker's loss needs), so a registration storm does not hold every body twice.
 KEEP_WHOLE_BYTES = 64 << 10
 
-Item = tuple[bytes, bytes]  # (conn id, frame)
-Queued = tuple[bytes, bytes, Any]  # (conn id, frame, the caller's tag, handed back on reply)
+# (conn id, frame); a large frame is a memoryview of the message it was read into
+Item = tuple[bytes, bytes | memoryview]
+Queued = tuple[bytes, bytes | memoryview, Any]  # (…, the caller's tag, handed back on reply)
 
 
 def is_route_read(frame: bytes) -> bool:
@@ -79,15 +80,19 @@ class Dispatcher:
     def idle(self) -> bool:
         return not self.pending and all(not p.inflight for p in self.peers.values())
 
-    def submit(self, conn: bytes, frame: bytes, tag: Any = None) -> bool:
+    def submit(self, conn: bytes, frame: bytes | memoryview, tag: Any = None,
+               is_read: bool | None = None) -> bool:
         """Queue a request; False when the queue is full (the caller answers SYSTEM_BUSY).
 
-        ``tag`` comes back from ``finish`` with the request's reply.
+        ``tag`` comes back from ``finish`` with the request's reply; ``is_read`` (a route
+        lookup), when not given, is read from the frame's header.
         """
         reads, others = self.reads, self.others
         if len(reads) + len(others) >= self.max_pending:
             return False
-        (reads if peek_code(frame) == ROUTE_CODE else others).append((conn, frame, tag))
+        if is_read is None:
+            is_read = peek_code(frame) == ROUTE_CODE  # type: ignore[arg-type]
+        (reads if is_read else others).append((conn, frame, tag))
         return True
 
     def discard(self, conn: bytes) -> int:

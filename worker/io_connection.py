@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cluster.core.protocol.frame import FrameError, FrameReader, FrameTooLarge
-from worker import limits
+from worker import limits, wire
 
 if TYPE_CHECKING:
     from worker.io_worker import Hub
@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("pynamesrv.io")
 
 READ_SIZE = 256 << 10  # bytes one read of a connection may bring
-# A frame of this many bytes or more (a registration's topic table) is read straight into a
-# buffer of its own once 1 / LARGE_SHARE of it is in: no join of its pieces, and it goes to
-# the business pool without being packed into a batch.
+# A frame of this many bytes or more (a registration's topic table) is read straight into
+# the message for the business pool once 1 / LARGE_SHARE of it is in: no join of its pieces,
+# no copy into a batch.
 LARGE_FRAME = 256 << 10
 LARGE_SHARE = 8
 
@@ -56,7 +56,8 @@ class Connection(asyncio.BufferedProtocol):
     """One client connection: frames in, replies out, within the connection limits.
 
     Reads land in the hub's read buffer and are split into frames as bytes; the rest of a
-    large frame lands in a bytearray of its own (``LARGE_FRAME``), which is the frame.
+    large frame (``LARGE_FRAME``) lands in the ZeroMQ message that will carry it, laid out
+    by ``wire.pair_buffer``, and the frame is a memoryview of it.
 
     ``pending`` counts the bytes of requests read and not answered yet; with the
     unsent reply bytes it bounds what one peer can make the worker hold: above
@@ -75,8 +76,9 @@ class Connection(asyncio.BufferedProtocol):
         self.write_blocked_since: float | None = None  # replies cannot be written since then
         self.partial_since: float | None = None  # an incomplete frame started then
         self._reading = True
-        self._large: bytearray | None = None  # the large frame being read
-        self._large_in = 0  # how many of its bytes are in
+        self._large: bytearray | None = None  # the message a large frame is read into
+        self._large_at = 0  # where the frame starts in it
+        self._large_in = 0  # how far it is filled
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -104,7 +106,7 @@ class Connection(asyncio.BufferedProtocol):
         self._large_in += nbytes
         if self._large_in == len(large):
             self._large, self.partial_since = None, None
-            self.hub.on_large_frame(self, large)
+            self.hub.on_large_frame(self, memoryview(large)[self._large_at :])
 
     def data_received(self, data: bytes) -> None:
         now = self.last_active = self.hub.now()
@@ -120,14 +122,24 @@ class Connection(asyncio.BufferedProtocol):
             self.close(abort=True)
             return
         if self.reader.buffered >= LARGE_FRAME // LARGE_SHARE:
-            detached = self.reader.detach(LARGE_FRAME, LARGE_SHARE)
-            if detached is not None:
-                self._large, self._large_in = detached
+            self._detach_large()
         if not self.reader.buffered and self._large is None:
             self.partial_since = None
         elif self.partial_since is None or frames:
             self.partial_since = now
         self.hub.on_frames(self, frames)
+
+    def _detach_large(self) -> None:
+        """Read the rest of a large frame into the message that takes it to the business pool.
+
+        Allocated only once ``1 / LARGE_SHARE`` of the frame is in, so a sender can make the
+        worker hold at most ``LARGE_SHARE`` times what it sent."""
+        total, have = self.reader.collecting()
+        if total < LARGE_FRAME or have * LARGE_SHARE < total:
+            return
+        buf, at = wire.pair_buffer(wire.REQUESTS, self.conn_id, total)
+        self._large, self._large_at = buf, at
+        self._large_in = at + self.reader.detach_into(buf, at)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.hub.remove(self)

@@ -24,6 +24,7 @@ import socket
 import time
 from collections import Counter, deque
 from pathlib import Path
+from typing import cast
 
 import uvloop
 import zmq
@@ -36,7 +37,7 @@ from cluster.core.protocol.frame import (
     decode_command,
     encode_command,
 )
-from cluster.core.protocol.peek import peek_code
+from cluster.core.protocol.peek import peek_code, without_body
 from state.store import Store
 from worker import limits, tls, wire
 from worker.dispatch import ROUTE_CODE as ROUTE
@@ -172,9 +173,11 @@ class Hub:
             conn.write(out[0] if len(out) == 1 else b"".join(out))
             self._count_hits(len(out), unusual, time.perf_counter() - t0)
 
-    def on_large_frame(self, conn: Connection, frame: bytearray) -> None:
-        """A frame read into a buffer of its own: to the pool, never a route lookup's key."""
-        self.submit(conn.conn_id, frame, (None, None, time.perf_counter(), frame_code(frame)))
+    def on_large_frame(self, conn: Connection, frame: memoryview) -> None:
+        """A frame read into its own message (``wire.pair_buffer``): to the pool, as it is."""
+        code = frame_code(without_body(frame))
+        self.submit(conn.conn_id, frame, (None, None, time.perf_counter(), code),
+                    code == ROUTE)
 
     def _count_hits(self, n: int, unusual: list[int], took: float) -> None:
         """``n`` route lookups answered from templates (those in ``unusual`` not with SUCCESS):
@@ -187,8 +190,9 @@ class Hub:
         for code in unusual:
             m.request(ROUTE, code)
 
-    def submit(self, conn_id: bytes, frame: bytes, tag: Tag) -> None:
-        if not self.lanes.submit(conn_id, frame, tag):
+    def submit(self, conn_id: bytes, frame: bytes | memoryview, tag: Tag,
+               is_read: bool | None = None) -> None:
+        if not self.lanes.submit(conn_id, frame, tag, is_read):
             self.m.add("system_busy")
             self.answer_error(conn_id, frame, ResponseCode.SYSTEM_BUSY, BUSY_REMARK, tag[2])
             return
@@ -197,7 +201,7 @@ class Hub:
             conn.add_pending(len(frame))
         self._schedule_flush()
 
-    def answer_error(self, conn_id: bytes, frame: bytes, code: int, remark: str,
+    def answer_error(self, conn_id: bytes, frame: bytes | memoryview, code: int, remark: str,
                      t0: float | None) -> None:
         """Answer ``code``; ``t0`` (perf_counter when the frame came in) times the answer."""
         conn = self.conns.get(conn_id)
@@ -239,21 +243,21 @@ class Hub:
             self._send_batch(peer, batch)
         self._send_events()
 
-    def _send_batch(self, peer: Peer, batch: list[tuple[bytes, bytes]]) -> None:
-        """One message for the batch, or, in order, one per large frame (sent as it is, a
-        bytearray) and one per run of other frames between them."""
-        if not any(type(frame) is bytearray for _, frame in batch):
+    def _send_batch(self, peer: Peer, batch: list[tuple[bytes, bytes | memoryview]]) -> None:
+        """One message for the batch; a large frame, read into a message of its own (a
+        memoryview of it), goes as that message, in its place among the others."""
+        if not any(type(frame) is memoryview for _, frame in batch):
             self._send(peer, wire.pack_pairs(batch, wire.REQUESTS))
             return
         run: list[tuple[bytes, bytes]] = []
         for conn_id, frame in batch:
-            if type(frame) is not bytearray:
+            if type(frame) is not memoryview:
                 run.append((conn_id, frame))
                 continue
             if run and not self._send(peer, wire.pack_pairs(run, wire.REQUESTS)):
                 return
             run = []
-            if not self._send(peer, wire.REQUEST_ALONE + conn_id, frame):
+            if not self._send(peer, cast(bytearray, frame.obj)):
                 return
         if run:
             self._send(peer, wire.pack_pairs(run, wire.REQUESTS))
@@ -269,10 +273,10 @@ class Hub:
                 for _ in batch:
                     self.events.popleft()
 
-    def _send(self, peer: Peer, *message: bytes | bytearray) -> bool:
+    def _send(self, peer: Peer, message: bytes | bytearray) -> bool:
         try:
             # without a copy: registrations of megabytes (pyzmq copies small messages anyway)
-            self.router.send_multipart((peer.ident, *message), flags=wire.NOBLOCK, copy=False)
+            self.router.send_multipart((peer.ident, message), flags=wire.NOBLOCK, copy=False)
         except zmq.ZMQError as exc:
             log.warning("event=peer_unreachable peer=%s error=%r", peer.ident.decode(), str(exc))
             self.fail_peer(peer)

@@ -19,7 +19,6 @@ HELLO = b"H"      # heartbeat / hello, both directions; business -> I/O: b"H<lan
 LANE_ALL = b"all"    # serves every request
 LANE_READ = b"read"  # serves route lookups (code 105) only
 REQUESTS = b"Q"   # I/O -> business: b"Q" + pack_pairs([(conn, frame), ...])
-REQUEST_ALONE = b"L"  # I/O -> business, two parts: b"L" + conn, then one (large) frame
 EVENT = b"E"      # I/O -> business: b"E" + pack_pairs([(conn, peer)]) (channel destroyed)
 REPLIES = b"P"    # business -> I/O: b"P" + pack_pairs([(conn, reply), ...]) (empty: none)
 CLOSE = b"\x00"   # a reply that is no frame: the header was malformed, close the connection
@@ -77,6 +76,16 @@ def pack_pairs(pairs: Sequence[tuple[bytes | memoryview, bytes]], kind: bytes = 
         parts.append(conn)
         parts.append(payload)
     return b"".join(parts)
+
+
+def pair_buffer(kind: bytes, conn: bytes, size: int) -> tuple[bytearray, int]:
+    """A buffer laid out as ``pack_pairs([(conn, payload)], kind)`` for a payload of ``size``
+    bytes not written yet, and the offset where the payload goes: a large payload is read
+    into place and the buffer sent as it is."""
+    head = kind + _PAIR.pack(len(conn), size) + conn
+    buf = bytearray(len(head) + size)
+    buf[: len(head)] = head
+    return buf, len(head)
 
 
 def unpack_pairs(blob: Buf) -> list[tuple[Buf, Buf]]:

@@ -1,5 +1,5 @@
-"""Large frames (registrations of megabytes): read into a buffer of their own, sent to the
-business pool as a message of their own, in order with the frames around them."""
+"""Large frames (registrations of megabytes): read straight into the one-part ZeroMQ message
+that takes them to the business pool, sent in order with the frames around them."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from cluster.core.protocol import body_common, register_body
 from cluster.core.protocol.codes import ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import FrameReader, decode_frame, encode_command
+from cluster.core.protocol.peek import without_body
 from state.store import Store
 from tests.unit.test_io_route_hits import connection, request
 from worker import wire
@@ -39,29 +40,36 @@ def big() -> bytes:
     return frame
 
 
-def test_the_reader_hands_over_a_large_frame_once_a_share_is_in(big: bytes) -> None:
+def test_the_reader_hands_over_the_frame_it_collects(big: bytes) -> None:
     reader = FrameReader()
-    share = (len(big) - 4) // LARGE_SHARE
-    assert reader.feed(big[:2]) == [] and reader.feed(big[2:100]) == []  # length word in two
-    assert reader.detach(LARGE_FRAME, LARGE_SHARE) is None  # too little of it in yet
-    assert reader.feed(big[100 : share + 8]) == []
-    detached = reader.detach(LARGE_FRAME, LARGE_SHARE)
-    assert detached is not None
-    buf, have = detached
-    assert have == share + 4 and len(buf) == len(big) - 4
-    buf[have:] = big[4 + have :]
-    assert bytes(buf) == big[4:]
-    assert reader.buffered == 0
+    assert reader.feed(big[:2]) == [] and reader.collecting() == (0, 0)  # no header word yet
+    assert reader.feed(big[2:100]) == []  # its length word came in two reads
+    assert reader.collecting() == (len(big) - 4, 96)
+    buf = bytearray(3 + len(big) - 4)
+    assert reader.detach_into(buf, 3) == 96
+    buf[3 + 96 :] = big[100:]
+    assert bytes(buf[3:]) == big[4:]
+    assert reader.buffered == 0 and reader.collecting() == (0, 0)
     small = request("A", 1)
     assert reader.feed(small) == [small[4:]]  # the reader starts afresh
 
 
-def test_a_small_frame_is_never_handed_over() -> None:
-    reader = FrameReader()
+def test_a_frame_is_read_into_its_message_once_a_share_is_in(big: bytes) -> None:
+    hub, conn, _ = connection([b"1"])
+    share = (len(big) - 4) // LARGE_SHARE
+    conn.data_received(big[:share])
+    assert conn.get_buffer(-1) is hub.read_view  # not yet
+    conn.data_received(big[share : share + 8])
+    rest = conn.get_buffer(-1)
+    assert rest.obj is not hub.read_view.obj
+    assert len(rest) == len(big) - share - 8  # the rest goes straight into place
+
+
+def test_a_small_frame_is_never_read_into_a_message_of_its_own() -> None:
+    _, conn, _ = connection([b"1"])
     frame = registration(10)
-    assert reader.feed(frame[:-1]) == []
-    assert reader.detach(LARGE_FRAME, LARGE_SHARE) is None
-    assert reader.feed(frame[-1:]) == [frame[4:]]
+    conn.data_received(frame[:-1])
+    assert conn.reader.buffered == len(frame) - 1
 
 
 def reads(conn: Any, data: bytes, size: int) -> None:
@@ -81,8 +89,10 @@ def test_a_large_frame_between_small_ones_keeps_its_place(big: bytes) -> None:
     reads(conn, request("A", 7) + big + other, 65536)
     assert len(transport.writes) == 1  # the route lookup, answered from its template
     queued = [frame for _, frame, _ in hub.lanes.others]
-    assert [type(f) for f in queued] == [bytearray, bytes]
+    assert [type(f) for f in queued] == [memoryview, bytes]
     assert queued[0] == big[4:] and queued[1] == other[4:]
+    # the message it was read into is the batch of one pack_pairs would make
+    assert queued[0].obj == wire.pack_pairs([(conn.conn_id, big[4:])], wire.REQUESTS)
     assert conn.partial_since is None and conn.reader.buffered == 0
 
 
@@ -90,7 +100,6 @@ def test_a_large_frame_in_progress_is_partial(big: bytes) -> None:
     hub, conn, _ = connection([b"1"])
     reads(conn, big[: len(big) // 2], 65536)
     assert conn.partial_since is not None
-    assert len(conn.get_buffer(-1)) == len(big) - len(big) // 2  # straight into its buffer
     reads(conn, big[len(big) // 2 :], 65536)
     assert conn.partial_since is None
     assert [f for _, f, _ in hub.lanes.others] == [big[4:]]
@@ -111,13 +120,16 @@ def test_a_batch_is_split_around_its_large_frames(big: bytes) -> None:
     hub._schedule_read = lambda: None  # type: ignore[method-assign]
     peer, _ = hub.lanes.seen(b"b0", 0.0, wire.LANE_ALL, 0)
     assert peer is not None
-    large = bytearray(big[4:])
+    buf, at = wire.pair_buffer(wire.REQUESTS, b"c1", len(big) - 4)
+    buf[at:] = big[4:]
+    large = memoryview(buf)[at:]
     hub._send_batch(peer, [(b"c1", b"x"), (b"c1", large), (b"c2", b"y"), (b"c2", b"z")])
     assert router.sent == [
         (b"b0", wire.pack_pairs([(b"c1", b"x")], wire.REQUESTS)),
-        (b"b0", wire.REQUEST_ALONE + b"c1", large),
+        (b"b0", buf),
         (b"b0", wire.pack_pairs([(b"c2", b"y"), (b"c2", b"z")], wire.REQUESTS)),
     ]
+    assert buf == wire.pack_pairs([(b"c1", big[4:])], wire.REQUESTS)
     router.sent.clear()
     hub._send_batch(peer, [(b"c1", b"x"), (b"c2", b"y")])
     assert router.sent == [(b"b0", wire.pack_pairs([(b"c1", b"x"), (b"c2", b"y")],
@@ -142,7 +154,9 @@ def test_the_business_worker_answers_a_large_frame_in_order(tmp_path: Path, big:
         ident, hello = router.recv_multipart()
         assert hello.startswith(wire.HELLO)
         query = encode_command(RemotingCommand(code=206, opaque=9))[4:]  # all topics
-        router.send_multipart((ident, wire.REQUEST_ALONE + b"c1@p", bytearray(big[4:])))
+        buf, at = wire.pair_buffer(wire.REQUESTS, b"c1@p", len(big) - 4)
+        buf[at:] = big[4:]
+        router.send_multipart((ident, buf), copy=False)
         router.send_multipart((ident, wire.pack_pairs([(b"c1@p", query)], wire.REQUESTS)))
         answers = []
         deadline = time.monotonic() + 10
@@ -165,3 +179,14 @@ def test_the_business_worker_answers_a_large_frame_in_order(tmp_path: Path, big:
         worker.store.close()
         router.close(0)
         zctx.term()
+
+
+def test_a_large_frame_in_flight_is_kept_as_its_header_alone(big: bytes) -> None:
+    hub, conn, _ = connection([b"1"])
+    reads(conn, big, 65536)
+    peer, _ = hub.lanes.seen(b"b0", 0.0, wire.LANE_ALL, 0)
+    assert peer is not None
+    [(_, [(_, sent)])] = hub.lanes.batches()
+    assert type(sent) is memoryview
+    kept = peer.inflight[0][1]
+    assert type(kept) is bytes and kept == without_body(big[4:]) and len(kept) < 300

@@ -104,26 +104,23 @@ class FrameReader:
             pos += 4 + total
         return frames, pos
 
-    def detach(self, min_frame: int, max_share: int) -> tuple[bytearray, int] | None:
-        """Hand over the frame being collected when it is of ``min_frame`` bytes or more and
-        at least ``1 / max_share`` of it is in: a buffer of the whole frame (without its length
-        word) holding what came so far, and how many bytes that is. The caller reads the rest
-        straight into the buffer; the reader starts afresh at the next frame. Allocating only
-        then bounds what a sender can make the worker hold to ``max_share`` times what it
-        sent."""
-        total = self._need - 4
-        if self._size < 8 or total < min_frame or self._size * max_share < total:
-            return None
-        have = self._size - 4
-        buf = bytearray(total)
-        pos, skip = 0, 4  # the length word may itself have come in pieces
+    def collecting(self) -> tuple[int, int]:
+        """(length of the frame being collected, how many of its bytes are in), both without
+        its length word, once its header word is checked; (0, 0) before."""
+        return (self._need - 4, self._size - 4) if self._size >= 8 else (0, 0)
+
+    def detach_into(self, buf: bytearray, offset: int) -> int:
+        """Copy what came of the frame being collected (:meth:`collecting`) into ``buf`` at
+        ``offset`` and start afresh at the next frame: the caller reads the rest of the frame
+        into ``buf`` itself. Returns the number of bytes copied."""
+        pos, skip = offset, 4  # the length word may itself have come in pieces
         for part in self._parts:
             view = memoryview(part)[skip:]
             skip = max(0, skip - len(part))
             buf[pos : pos + len(view)] = view
             pos += len(view)
         self._parts, self._size, self._need = [], 0, 4
-        return buf, have
+        return pos - offset
 
     @staticmethod
     def _needed(rest: bytes) -> int:

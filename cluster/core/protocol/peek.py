@@ -112,10 +112,10 @@ def peek_code(frame: bytes) -> int | None:
     return int(m[1]) if m else None
 
 
-def without_body(frame: bytes) -> bytes:
-    """The frame cut after its header (a frame with no body): enough to answer it. A frame
-    whose header word cannot be read is returned whole."""
+def without_body(frame: bytes | memoryview) -> bytes:
+    """The frame cut after its header (a frame with no body), as bytes of its own: enough to
+    answer it. A frame whose header word cannot be read is returned whole."""
     if len(frame) < 4:
-        return frame
+        return bytes(frame)
     end = 4 + (HEADER_WORD.unpack_from(frame, 0)[0] & HEADER_LENGTH_MASK)
-    return frame[:end] if end < len(frame) else frame
+    return bytes(frame[:end]) if end < len(frame) else bytes(frame)
