@@ -48,9 +48,12 @@ def _request(configs: dict[str, dict[str, Any]], counter: int, compressed: bool
 
 
 def _configs(topics: int, changed: int, round_no: int) -> dict[str, dict[str, Any]]:
-    """``topics`` configs of which the first ``changed`` carry queue numbers of this round."""
+    """``topics`` configs of which ``changed``, spread evenly over the table (a broker's
+    table is in hash order), carry queue numbers of this round."""
+    step = topics // changed if changed else 0
+    moved = {step // 2 + k * step for k in range(changed)}
     return {f"Topic{i:05d}": register_body.topic_config(
-        f"Topic{i:05d}", read_queue_nums=8 + (round_no % 7 if i < changed else 0),
+        f"Topic{i:05d}", read_queue_nums=8 + (round_no % 7 if i in moved else 0),
         write_queue_nums=8) for i in range(topics)}
 
 

@@ -270,7 +270,57 @@ def test_many_new_pieces_give_up_for_the_full_decode() -> None:
     assert known is not None and len(known.entries) == 63
     assert table(64, 5).diff(known) is None
     diff = table(64, 4).diff(known)
-    assert diff is not None and diff.changed() == {"T0": (6, 4, 0, 16)}
+    assert diff is not None and diff.changed() == {}  # the same table: nothing read
+
+
+def _plain(cfgs: dict[str, dict[str, Any]], counter: int = 1) -> register_scan.PlainTable:
+    body = register_body.encode_register_body({"counter": counter, "timestamp": 1}, cfgs, [],
+                                              False)
+    head = register_body.register_head(body, False, 409)
+    assert head is not None
+    return register_scan.PlainTable(body, head, 409, None)
+
+
+def _known(cfgs: dict[str, dict[str, Any]]) -> register_scan.KnownPieces:
+    old = _plain(cfgs)
+    known = old.known(old.queues())
+    assert known is not None
+    return known
+
+
+CFGS = {f"T{i}": register_body.topic_config(f"T{i}") for i in range(400)}
+
+
+@pytest.mark.parametrize(("edit", "read"), [
+    ({"T200": register_body.topic_config("T200", perm=2)}, ["T200"]),  # one entry changed
+    ({"T0": register_body.topic_config("T0", perm=2)}, ["T0"]),  # the first one
+    ({"T399": register_body.topic_config("T399", perm=2)}, ["T399"]),  # the last one
+    ({"NEW": register_body.topic_config("NEW")}, ["NEW"]),  # one added at the end
+    ({"T7": None}, []),  # one removed
+    ({"T7": register_body.topic_config("T7", read_queue_nums=100),
+      "T9": register_body.topic_config("T9", read_queue_nums=100)}, ["T7", "T9"]),
+])
+def test_a_table_differing_in_a_short_span_is_read_in_that_span_only(
+        edit: dict[str, Any], read: list[str]) -> None:
+    cfgs = {k: v for k, v in {**CFGS, **edit}.items() if v is not None}
+    diff = _plain(cfgs, counter=2).diff(_known(CFGS))
+    assert diff is not None
+    assert [topic for _, topic, _ in diff.decoded] == read
+    full = register_body.decode_register_queues(_plain(cfgs).diff(_known(cfgs)).body, False,
+                                                409)  # type: ignore[union-attr]
+    assert all(full[t] == f for t, f in diff.changed().items())
+
+
+def test_a_span_naming_a_topic_kept_outside_it_is_decoded_whole() -> None:
+    known = _known(CFGS)
+    changed = _plain({**CFGS, "T200": register_body.topic_config("T200", perm=2)}, counter=2)
+    assert changed.diff(known) is not None  # as written: T200 changed
+    renamed = changed._body.replace(b'"T200"', b'"T3"')  # key and topicName
+    head = register_body.register_head(renamed, False, 409)
+    assert head is not None
+    # T3 now twice: unchanged before the span, and in it; the full decode keeps the last
+    assert register_body.decode_register_queues(renamed, False, 409)["T3"][0] == 2
+    assert register_scan.PlainTable(renamed, head, 409, None).diff(known) is None
 
 
 def test_a_topic_read_alone_must_not_also_be_known_in_the_same_table() -> None:

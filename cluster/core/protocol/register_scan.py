@@ -41,33 +41,50 @@ _TABLE_KEY = b',"topicConfigTable":{'
 _END = b"}}}"  # closes the table, the wrapper and the body
 # Beyond this share of pieces not seen before, the diff gives up for the full decode.
 MAX_UNSEEN_SHARE = 1 / 8
+# A table differing from the last one in at most MAX_SPANS spans holding at most this share
+# of its bytes is compared in those spans only; beyond, piece by piece.
+MAX_SPAN_SHARE = 1 / 8
+MAX_SPANS = 256
+# The common start or end of two tables is found to within this many bytes (about a piece):
+# a span may then begin or end with a piece that did not change, which is found known.
+_SLACK = 128
+_CLOSE = ord("}")
 
 
 # A piece read alone: the piece (None for the first, which is read in every table), its entry.
 Decoded = tuple[bytes | None, str, QueueFields]
+# Where two tables differ: (start, end) in one body, (start, end) in the other.
+Span = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
 class TableDiff:
-    """A table against the pieces of tables applied before it: only ``decoded`` can differ."""
+    """A table against the pieces of tables applied before it: only ``decoded`` can differ.
+    ``body`` and ``start`` are the table's body and where its first piece begins."""
 
     decoded: list[Decoded]
+    body: bytes
+    start: int
 
     def changed(self) -> dict[str, QueueFields]:
         return {topic: fields for _, topic, fields in self.decoded}
 
 
 class KnownPieces:
-    """Pieces read before, each with its entry, at most one per topic (the latest read).
+    """Pieces read before, each with its entry, at most one per topic (the latest read), and
+    the body of the table applied last (``body``, its first piece at ``start``), every piece
+    of which but the first is here.
 
     The caller keeps these only while the topic table holds every entry here.
     """
 
-    __slots__ = ("entries", "_owners")
+    __slots__ = ("entries", "_owners", "body", "start")
 
-    def __init__(self, entries: Entries) -> None:
+    def __init__(self, entries: Entries, body: bytes, start: int) -> None:
         self.entries = entries
         self._owners: dict[str, bytes] | None = None  # topic → its piece, made on first use
+        self.body = body
+        self.start = start
 
     def _owner_map(self) -> dict[str, bytes]:
         if self._owners is None:
@@ -88,6 +105,7 @@ class KnownPieces:
             if piece is not None:
                 self.entries[piece] = (topic, fields)
                 owners[topic] = piece
+        self.body, self.start = diff.body, diff.start
 
 
 class PlainTable:
@@ -117,11 +135,9 @@ class PlainTable:
         return self._pieces  # type: ignore[return-value]
 
     def _cut(self) -> list[bytes] | None:
-        body, start = self._body, self._start + len(_TABLE_KEY)
-        if (len(body) < start + len(_END) or not body.startswith(_TABLE_KEY, self._start)
-                or not body.endswith(_END)):
+        if not self._cuttable():
             return None
-        pieces = body[start : -len(_END)].split(b"}")
+        pieces = self._body[self._first() : -len(_END)].split(b"}")
         return None if pieces.pop() else pieces
 
     def known(self, queues: Mapping[str, QueueFields]) -> KnownPieces | None:
@@ -136,11 +152,22 @@ class PlainTable:
         if braces != len(pieces):
             return None
         rest = itertools.islice(queues.items(), 1, None)
-        return KnownPieces(dict(zip(itertools.islice(pieces, 1, None), rest, strict=True)))
+        return KnownPieces(dict(zip(itertools.islice(pieces, 1, None), rest, strict=True)),
+                           self._body, self._first())
+
+    def _first(self) -> int:
+        """Where the table's first piece begins."""
+        return self._start + len(_TABLE_KEY)
 
     def diff(self, known: KnownPieces) -> TableDiff | None:
         """This table against ``known``; None when a piece not known is not a plain entry or
-        a topic repeats (then decode it whole)."""
+        a topic repeats (then decode it whole).
+
+        When it differs from the table applied last in a few short spans only, just the pieces of
+        those spans are looked at (:meth:`_diff_spans`); else every piece is looked up."""
+        spans = self._changed_spans(known)
+        if spans is not None:
+            return self._diff_spans(known, spans)
         pieces = self.pieces()
         if pieces is None:
             return None
@@ -164,7 +191,150 @@ class PlainTable:
         owners = [q for q in map(known.owner, topics) if q is not None]
         if owners and not set(pieces).isdisjoint(owners):
             return None
-        return TableDiff(decoded)
+        return TableDiff(decoded, self._body, self._first())
+
+    def _changed_spans(self, known: KnownPieces) -> list[Span] | None:
+        """Where this table and the one applied last differ, each span widened to whole
+        pieces: (start, end) in this body and (start, end) in the last one, each end the
+        ``}`` after the span's last piece (start = end: no piece). Between and around the
+        spans both tables hold the same bytes. None when this table is not cut into pieces,
+        or the spans are over MAX_SPANS or MAX_SPAN_SHARE of it.
+
+        The common end is found once; from the start, each common run is found by halving
+        and the pieces after a differing piece are compared aligned on it again, so a few
+        changed, added or removed entries give a few spans. A common run found short only
+        puts unchanged pieces, the same in both tables, into a span."""
+        body, old = self._body, known.body
+        a0, a1 = self._first(), len(body) - len(_END)
+        b0, b1 = known.start, len(old) - len(_END)
+        if not self._cuttable() or a1 <= a0 or body[a1 - 1] != _CLOSE:
+            return None  # no pieces, or the last one is not closed
+        tail = _common_suffix(body, a1, old, b1, min(a1 - a0, b1 - b0))
+        stop = body.find(b"}", a1 - tail, a1)  # the common end, from a piece's closing on
+        if stop < 0:
+            stop = a1 - 1
+        old_stop = b1 - (a1 - stop)
+        spans: list[Span] = []
+        budget = MAX_SPAN_SHARE * (a1 - a0)
+        at, old_at = a0, b0  # both where a piece starts
+        while True:
+            limit = min(stop - at, old_stop - old_at)
+            same = _common_prefix(body, at, old, old_at, limit) if limit > 0 else 0
+            if same == limit and stop - at == old_stop - old_at:
+                return spans
+            begin = body.rfind(b"}", at, at + same) + 1 or at
+            old_begin = old_at + (begin - at)
+            if same == limit:  # one side is at the common end: the rest is one span
+                end, old_end = stop, old_stop
+            else:
+                end = body.find(b"}", at + same, stop + 1)
+                old_end = old.find(b"}", old_at + same, old_stop + 1)
+            spans.append((begin, end, old_begin, old_end))
+            budget -= end - begin
+            if budget < 0 or len(spans) > MAX_SPANS:
+                return None
+            if end >= stop or old_end >= old_stop:
+                spans[-1] = (begin, stop, old_begin, old_stop)
+                return spans
+            at, old_at = end + 1, old_end + 1
+
+    def _cuttable(self) -> bool:
+        """Laid out as fastjson writes a table: the key, then pieces, then the closing."""
+        body = self._body
+        return (len(body) >= self._first() + len(_END)
+                and body.startswith(_TABLE_KEY, self._start) and body.endswith(_END))
+
+    def _diff_spans(self, known: KnownPieces, spans: list[Span]) -> TableDiff | None:
+        """The pieces of this table's spans against those of the last table's spans;
+        everything else is the same in both tables.
+
+        So the table holds each topic once, as the full decode would read it, when: every
+        piece of the spans is a known piece of the last table's spans or reads alone as a
+        plain entry; no topic repeats within the spans; and a topic read alone was, in the
+        last table, nowhere or within its spans (its known piece there, or its first piece)."""
+        first, body, old = self._first(), self._body, known.body
+        pieces: list[tuple[bytes, bool]] = []  # (piece, whether it is the table's first)
+        old_set: set[bytes] = set()
+        old_first = False
+        for begin, end, old_begin, old_end in spans:
+            if end > begin:
+                cut = body[begin:end].split(b"}")
+                pieces += zip(cut, [begin == first] + [False] * (len(cut) - 1), strict=True)
+            if old_end > old_begin:
+                cut = old[old_begin:old_end].split(b"}")
+                if old_begin == known.start:  # read in every table, never a known piece
+                    old_first = True
+                    cut = cut[1:]
+                old_set.update(cut)
+        decoded: list[Decoded] = []
+        topics: set[str] = set()
+        kept: set[bytes] = set()
+        kept_topics: set[str] = set()
+        first_topic: list[str | None] = []  # the last table's first topic, read when needed
+        for piece, alone in pieces:
+            entry = None if alone else known.entries.get(piece)
+            if entry is not None:
+                if piece not in old_set or piece in kept:
+                    return None
+                kept.add(piece)
+                kept_topics.add(entry[0])
+                continue
+            entry = read_piece(piece, alone)
+            if entry is None or entry[0] in topics:
+                return None
+            topic = entry[0]
+            owner = known.owner(topic)
+            if owner is not None and owner not in old_set:
+                return None  # known outside the spans, or from an earlier table
+            if owner is None and not old_first:
+                if not first_topic:
+                    first_topic.append(_first_topic(known))
+                if first_topic[0] in (None, topic):
+                    return None
+            topics.add(topic)
+            decoded.append((None if alone else piece, *entry))
+        if not topics.isdisjoint(kept_topics):
+            return None
+        return TableDiff(decoded, body, first)
+
+
+def _common_prefix(a: bytes, a0: int, b: bytes, b0: int, n: int) -> int:
+    """``n`` when ``a[a0:a0 + n]`` and ``b[b0:b0 + n]`` are equal, else a length, less than
+    _SLACK below their longest common start, up to which they are: found by halving with
+    ``startswith`` (memcmp, no copy)."""
+    view = memoryview(b)
+    if a.startswith(view[b0 : b0 + n], a0):
+        return n
+    lo, hi = 0, n  # equal up to lo; a difference below hi
+    while hi - lo > _SLACK:
+        mid = (lo + hi) // 2
+        if a.startswith(view[b0 + lo : b0 + mid], a0 + lo):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _common_suffix(a: bytes, a1: int, b: bytes, b1: int, n: int) -> int:
+    """The same as :func:`_common_prefix` for the ends of ``a[:a1]`` and ``b[:b1]``."""
+    view = memoryview(b)
+    if a.startswith(view[b1 - n : b1], a1 - n):
+        return n
+    lo, hi = 0, n
+    while hi - lo > _SLACK:
+        mid = (lo + hi) // 2
+        if a.startswith(view[b1 - mid : b1 - lo], a1 - mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _first_topic(known: KnownPieces) -> str | None:
+    """The topic of the first piece of the table applied last."""
+    body, start = known.body, known.start
+    entry = read_piece(body[start : body.find(b"}", start)], True)
+    return None if entry is None else entry[0]
 
 
 def read_piece(piece: bytes, first: bool) -> Entry | None:
