@@ -1,6 +1,8 @@
 import zlib
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cluster.core.protocol.body_common import (
     BodyError,
@@ -17,6 +19,12 @@ def test_crc32_java_masks_to_31_bits() -> None:
     assert zlib.crc32(b"a") > 0x7FFFFFFF
     assert crc32_java(b"a") == zlib.crc32(b"a") & 0x7FFFFFFF == 0x68B7BE43
     assert crc32_java(b"123456789") == 0x4BF43926
+
+
+@given(st.binary(max_size=4096), st.integers(0, 3 << 20))
+def test_crc32_java_is_zlibs_crc_masked(data: bytes, pad: int) -> None:
+    body = data + b"x" * pad  # up to a registration body's size
+    assert crc32_java(body) == zlib.crc32(body) & 0x7FFFFFFF
 
 
 def test_crc32_java_null_and_empty_are_zero() -> None:
