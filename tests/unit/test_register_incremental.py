@@ -225,6 +225,18 @@ def test_random_sequences_match_the_full_decode(pair: Pair, seed: int) -> None:
     run_sequence(pair, seed, 40)
 
 
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), knobs=st.sampled_from([(2, 1), (16, 8), (64, 32)]))
+def test_random_sequences_match_with_short_runs_and_slack(
+        pair: Pair, seed: int, knobs: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same with the span search's first run and slack far below a piece, so that the
+    growing runs and the halving cut through pieces of these small tables."""
+    monkeypatch.setattr(register_scan, "_FIRST_STEP", knobs[0])
+    monkeypatch.setattr(register_scan, "_SLACK", knobs[1])
+    run_sequence(pair, seed, 40)
+
+
 def test_a_long_sequence_takes_the_incremental_path_and_matches(pair: Pair) -> None:
     run_sequence(pair, 20261121, 600)
     assert pair.diffs > 60
@@ -309,6 +321,15 @@ def test_a_table_differing_in_a_short_span_is_read_in_that_span_only(
     full = register_body.decode_register_queues(_plain(cfgs).diff(_known(cfgs)).body, False,
                                                 409)  # type: ignore[union-attr]
     assert all(full[t] == f for t, f in diff.changed().items())
+
+
+def test_changes_spread_over_a_table_give_one_span_each() -> None:
+    moved = range(5, 400, 40)
+    cfgs = {**CFGS, **{f"T{i}": register_body.topic_config(f"T{i}", perm=2) for i in moved}}
+    spans = _plain(cfgs, counter=2)._changed_spans(_known(CFGS))
+    assert spans is not None and len(spans) == len(moved)
+    diff = _plain(cfgs, counter=2).diff(_known(CFGS))
+    assert diff is not None and [t for _, t, _ in diff.decoded] == [f"T{i}" for i in moved]
 
 
 def test_a_span_naming_a_topic_kept_outside_it_is_decoded_whole() -> None:

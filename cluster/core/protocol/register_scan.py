@@ -48,6 +48,8 @@ MAX_SPANS = 256
 # The common start or end of two tables is found to within this many bytes (about a piece):
 # a span may then begin or end with a piece that did not change, which is found known.
 _SLACK = 128
+# The first run compared from the start; later ones start as long as the common run before.
+_FIRST_STEP = 8192
 _CLOSE = ord("}")
 
 
@@ -200,10 +202,11 @@ class PlainTable:
         spans both tables hold the same bytes. None when this table is not cut into pieces,
         or the spans are over MAX_SPANS or MAX_SPAN_SHARE of it.
 
-        The common end is found once; from the start, each common run is found by halving
-        and the pieces after a differing piece are compared aligned on it again, so a few
-        changed, added or removed entries give a few spans. A common run found short only
-        puts unchanged pieces, the same in both tables, into a span."""
+        The common end is found once by halving. From the start, each common run is found by
+        comparing runs that grow until one differs and halving that one; a span ends at the
+        closing of the piece holding the difference, and the pieces after it are compared
+        aligned again, so a few changed, added or removed entries give a few spans. A common
+        run found short only puts unchanged pieces, the same in both tables, into a span."""
         body, old = self._body, known.body
         a0, a1 = self._first(), len(body) - len(_END)
         b0, b1 = known.start, len(old) - len(_END)
@@ -217,18 +220,20 @@ class PlainTable:
         spans: list[Span] = []
         budget = MAX_SPAN_SHARE * (a1 - a0)
         at, old_at = a0, b0  # both where a piece starts
+        step = _FIRST_STEP
         while True:
             limit = min(stop - at, old_stop - old_at)
-            same = _common_prefix(body, at, old, old_at, limit) if limit > 0 else 0
+            same, differs = (_common_prefix(body, at, old, old_at, limit, step) if limit > 0
+                             else (0, 0))
             if same == limit and stop - at == old_stop - old_at:
                 return spans
             begin = body.rfind(b"}", at, at + same) + 1 or at
             old_begin = old_at + (begin - at)
             if same == limit:  # one side is at the common end: the rest is one span
                 end, old_end = stop, old_stop
-            else:
-                end = body.find(b"}", at + same, stop + 1)
-                old_end = old.find(b"}", old_at + same, old_stop + 1)
+            else:  # to the closing of the piece holding the first difference, on each side
+                end = body.find(b"}", at + differs - 1, stop + 1)
+                old_end = old.find(b"}", old_at + differs - 1, old_stop + 1)
             spans.append((begin, end, old_begin, old_end))
             budget -= end - begin
             if budget < 0 or len(spans) > MAX_SPANS:
@@ -237,6 +242,7 @@ class PlainTable:
                 spans[-1] = (begin, stop, old_begin, old_stop)
                 return spans
             at, old_at = end + 1, old_end + 1
+            step = max(_FIRST_STEP, same)  # the next difference is likely as far
 
     def _cuttable(self) -> bool:
         """Laid out as fastjson writes a table: the key, then pieces, then the closing."""
@@ -298,21 +304,28 @@ class PlainTable:
         return TableDiff(decoded, body, first)
 
 
-def _common_prefix(a: bytes, a0: int, b: bytes, b0: int, n: int) -> int:
-    """``n`` when ``a[a0:a0 + n]`` and ``b[b0:b0 + n]`` are equal, else a length, less than
-    _SLACK below their longest common start, up to which they are: found by halving with
-    ``startswith`` (memcmp, no copy)."""
+def _common_prefix(a: bytes, a0: int, b: bytes, b0: int, n: int, step: int
+                   ) -> tuple[int, int]:
+    """(n, n) when ``a[a0:a0 + n]`` and ``b[b0:b0 + n]`` are equal; else (lo, hi), less than
+    _SLACK apart, such that they are equal up to lo and differ below hi. Compared with
+    ``startswith`` (memcmp, no copy) in runs growing from ``step`` until one differs, then
+    by halving that run."""
     view = memoryview(b)
-    if a.startswith(view[b0 : b0 + n], a0):
-        return n
-    lo, hi = 0, n  # equal up to lo; a difference below hi
+    lo = 0
+    while True:
+        hi = min(n, lo + step)
+        if not a.startswith(view[b0 + lo : b0 + hi], a0 + lo):
+            break
+        if hi == n:
+            return n, n
+        lo, step = hi, step * 2
     while hi - lo > _SLACK:
         mid = (lo + hi) // 2
         if a.startswith(view[b0 + lo : b0 + mid], a0 + lo):
             lo = mid
         else:
             hi = mid
-    return lo
+    return lo, hi
 
 
 def _common_suffix(a: bytes, a1: int, b: bytes, b1: int, n: int) -> int:
