@@ -50,6 +50,10 @@ class IoConfig:
     max_pending: int
     window: int
     drain_ms: int
+    listen: bool = True  # accepts on the node's port; the large-frame worker does not
+    handoff: str = ""  # where to hand connections with a large next frame (worker.handoff)
+    large: bool = False  # the large-frame worker: takes connections handed to it
+    nice: int = 0
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -64,8 +68,11 @@ class Connection(asyncio.BufferedProtocol):
     ``pending_max`` reading stops until half has drained.
     """
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, initial: bytes = b"") -> None:
         self.hub = hub
+        self._initial = initial  # bytes read by the worker that handed this connection over
+        self.handed_off = False  # passed to the large-frame worker (worker.handoff)
+        self.adopted = bool(initial)  # handed to this worker by another
         self.reader = FrameReader(hub.cfg.frame_max, hub.cfg.header_max)
         self.conn_id = b""
         self.peer = ""
@@ -91,6 +98,10 @@ class Connection(asyncio.BufferedProtocol):
         self.address = str(name[0]) if name else ""
         if not self.hub.add(self):
             transport.abort()
+            return
+        if self._initial:
+            initial, self._initial = self._initial, b""
+            self.data_received(initial)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._large is not None:
@@ -121,6 +132,8 @@ class Connection(asyncio.BufferedProtocol):
                         self.conn_id.decode(), str(exc))
             self.close(abort=True)
             return
+        if not frames and self.hub.handoff is not None and self._hand_off():
+            return
         if self.reader.buffered >= LARGE_FRAME // LARGE_SHARE:
             self._detach_large()
         if not self.reader.buffered and self._large is None:
@@ -128,6 +141,31 @@ class Connection(asyncio.BufferedProtocol):
         elif self.partial_since is None or frames:
             self.partial_since = now
         self.hub.on_frames(self, frames)
+
+    def _hand_off(self) -> bool:
+        """Pass this connection to the large-frame worker when its next frame is large, it
+        is plain TCP and nothing of it is in flight or unsent here."""
+        total, _ = self.reader.collecting()
+        if total < LARGE_FRAME or self.pending or self._large is not None:
+            return False
+        fd = self._plain_fd()
+        if fd is None or self.transport is None or self.transport.get_write_buffer_size():
+            return False
+        assert self.hub.handoff is not None
+        raw = self.reader.take_buffered()
+        if not self.hub.handoff.send(fd, raw):
+            self.reader.feed(raw)  # the start of a frame: nothing comes back
+            return False
+        self.handed_off = True
+        self.transport.abort()  # closes this process's descriptor only: no FIN, no RST
+        return True
+
+    def _plain_fd(self) -> int | None:
+        """The descriptor of a plain TCP connection's socket (None under TLS)."""
+        if self.transport is None or self.transport.get_extra_info("sslcontext") is not None:
+            return None
+        sock = self.transport.get_extra_info("socket")
+        return None if sock is None else sock.fileno()
 
     def _detach_large(self) -> None:
         """Read the rest of a large frame into the message that takes it to the business pool.

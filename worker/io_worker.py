@@ -42,6 +42,7 @@ from state.store import Store
 from worker import limits, tls, wire
 from worker.dispatch import ROUTE_CODE as ROUTE
 from worker.dispatch import Dispatcher, Peer
+from worker.handoff import HandoffSender, bind_receiver, handoff_path, receive
 from worker.io_connection import READ_SIZE, Connection, IoConfig
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code
 from worker.procs import announce_ready, io_endpoint, start_worker_process
@@ -85,6 +86,8 @@ class Hub:
         self.pusher: Pusher | None = None
         # Where every connection reads (one read at a time, consumed before the next).
         self.read_view = memoryview(bytearray(READ_SIZE))
+        # Where connections whose next frame is large go (None: kept here).
+        self.handoff: HandoffSender | None = None
 
     def now(self) -> float:
         return self.loop.time()
@@ -100,7 +103,8 @@ class Hub:
             self.hits.hit(limits.MAX_CONNECTIONS_PER_ADDRESS, conn.address)
             return False
         self._seq += 1
-        self.m.add("connections_opened")
+        if not conn.adopted:  # a connection handed over was counted where it came in
+            self.m.add("connections_opened")
         # the channel id names the peer too: the business pool checks ACL white lists by it
         conn.conn_id = b"%s%d@%s" % (self._prefix, self._seq, conn.peer.encode())
         conn.last_active = self.now()
@@ -114,6 +118,9 @@ class Hub:
         self.per_address[conn.address] -= 1
         if self.per_address[conn.address] <= 0:
             del self.per_address[conn.address]
+        if conn.handed_off:  # it goes on in the large-frame worker: no channel closed
+            self.m.add("connections_handed_off")
+            return
         self.m.add("connections_closed")
         if self.closing:
             return
@@ -451,14 +458,13 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
     store = Store.open(Path(cfg.store_path))
     hub = Hub(cfg, loop, router, RouteReplies(store.generation_token))
     loop.add_reader(router.getsockopt(zmq.FD), hub.on_router_readable)
-    listener = _listen_socket(cfg.host, cfg.port)
-    if cfg.tls_mode == tls.DISABLED:
-        server: asyncio.AbstractServer | tls.TlsAcceptor = await loop.create_server(
-            lambda: Connection(hub), sock=listener)
-    else:
-        ctx = tls.server_context(cfg.tls_cert, cfg.tls_key, cfg.tls_client_auth, cfg.tls_trust)
-        server = tls.TlsAcceptor(loop, listener, ctx, cfg.tls_mode == tls.ENFORCING,
-                                 lambda: Connection(hub), hub.hits.hit, cfg.frame_timeout_s)
+    server = await _accept(cfg, loop, hub) if cfg.listen else None
+    receiver = None
+    if cfg.large:
+        receiver = bind_receiver(handoff_path(Path(cfg.run)))
+        loop.add_reader(receiver.fileno(), _take_handoffs, hub, receiver)
+    if cfg.handoff:
+        hub.handoff = HandoffSender(Path(cfg.handoff), hub.now)
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     timers = [asyncio.ensure_future(_every(wire.HEARTBEAT_S, hub.tick)),
@@ -467,7 +473,11 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
     announce_ready(zctx, Path(cfg.run), "io", cfg.index)
     hub.pusher = Pusher(zctx, Path(cfg.run))
     await stop.wait()
-    server.close()
+    if server is not None:
+        server.close()
+    if receiver is not None:
+        loop.remove_reader(receiver.fileno())
+        receiver.close()
     await _drain(hub, cfg.drain_ms / 1000)
     hub.closing = True
     for t in timers:
@@ -476,10 +486,37 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
         conn.close()
     loop.remove_reader(router.getsockopt(zmq.FD))
     hub.unwatch_all()
+    if hub.handoff is not None:
+        hub.handoff.close()
     if hub.pusher is not None:
         hub.pusher.close()
     router.close(0)
     store.close()
+
+
+async def _accept(cfg: IoConfig, loop: asyncio.AbstractEventLoop, hub: Hub
+                  ) -> asyncio.AbstractServer | tls.TlsAcceptor:
+    """Accept the node's connections on its port (plain, or TLS as configured)."""
+    listener = _listen_socket(cfg.host, cfg.port)
+    if cfg.tls_mode == tls.DISABLED:
+        return await loop.create_server(lambda: Connection(hub), sock=listener)
+    ctx = tls.server_context(cfg.tls_cert, cfg.tls_key, cfg.tls_client_auth, cfg.tls_trust)
+    return tls.TlsAcceptor(loop, listener, ctx, cfg.tls_mode == tls.ENFORCING,
+                           lambda: Connection(hub), hub.hits.hit, cfg.frame_timeout_s)
+
+
+def _take_handoffs(hub: Hub, receiver: socket.socket) -> None:
+    """Serve the connections other I/O workers handed over, each from the bytes they read."""
+    for sock, raw in receive(receiver):
+        asyncio.ensure_future(_adopt(hub, sock, raw))
+
+
+async def _adopt(hub: Hub, sock: socket.socket, raw: bytes) -> None:
+    try:
+        await hub.loop.connect_accepted_socket(lambda: Connection(hub, raw), sock)
+    except OSError as exc:  # the peer went meanwhile
+        log.info("event=handoff_adopt_failed error=%r", str(exc))
+        sock.close()
 
 
 async def _drain(hub: Hub, bound_s: float) -> None:
@@ -493,6 +530,8 @@ async def _drain(hub: Hub, bound_s: float) -> None:
 def run(cfg: IoConfig) -> None:
     """Process entry point."""
     start_worker_process(cfg.parent, f"pns-io-{cfg.index}")
+    if cfg.nice:
+        os.nice(cfg.nice)
     zctx = zmq.Context()
     try:
         uvloop.run(_serve(cfg, zctx))

@@ -35,6 +35,8 @@ COUNTERS: dict[str, str] = {
     "system_busy": "requests answered SYSTEM_BUSY (the I/O worker's queue was full)",
     "connections_opened": "client connections admitted",
     "connections_closed": "client connections closed, by either side",
+    "connections_handed_off": "client connections passed to the large-frame I/O worker "
+    "(a connection's next frame was 256 KiB or more)",
     "route_template_hits": "route lookups answered from a template by the I/O worker",
     "route_template_misses": "route lookups sent to the business pool to be learned",
 }

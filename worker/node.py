@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import zmq
 
@@ -30,6 +31,7 @@ from worker.bootstrap import create_state
 from worker.business import BusinessConfig
 from worker.business import run as run_business
 from worker.children import Child
+from worker.handoff import handoff_path
 from worker.io_connection import IoConfig
 from worker.io_worker import run as run_io
 from worker.metrics import parse_snapshot
@@ -110,16 +112,29 @@ class Controller:
         s = self.s
         readers = min(s.business_read_workers, s.business_workers - 1)
         return [Child("business", i, run_business, BusinessConfig(
-            index=i, parent=os.getpid(), run=str(self.run_path), io_workers=s.io_workers,
+            index=i, parent=os.getpid(), run=str(self.run_path),
+            io_workers=s.io_workers + int(s.io_large_worker),
             store_path=str(self.store_path), node_name=s.name,
             read_only=i >= s.business_workers - readers,
             nice=0 if i >= s.business_workers - readers else s.business_write_nice))
             for i in range(s.business_workers)]
 
     def _io_children(self) -> list[Child]:
+        """The I/O workers on the node's port, and the large-frame worker after them (a
+        niced one taking the connections they hand over: worker.handoff)."""
         s = self.s
-        return [Child("io", i, run_io, IoConfig(
-            index=i, parent=os.getpid(), host=s.host, port=s.port, run=str(self.run_path),
+        handoff = str(handoff_path(self.run_path)) if s.io_large_worker else ""
+        children = [Child("io", i, run_io, self._io_config(i, listen=True, handoff=handoff))
+                    for i in range(s.io_workers)]
+        if s.io_large_worker:
+            children.append(Child("io", s.io_workers, run_io, self._io_config(
+                s.io_workers, listen=False, large=True, nice=s.business_write_nice)))
+        return children
+
+    def _io_config(self, index: int, **role: Any) -> IoConfig:
+        s = self.s
+        return IoConfig(
+            index=index, parent=os.getpid(), host=s.host, port=s.port, run=str(self.run_path),
             store_path=str(self.store_path),
             frame_max=s.frame_max, header_max=s.header_max,
             max_connections=-(-s.max_connections // s.io_workers),
@@ -129,8 +144,7 @@ class Controller:
             tls_mode=s.tls_mode, tls_cert=_tls_files(s)[0], tls_key=_tls_files(s)[1],
             tls_client_auth=s.tls_client_auth, tls_trust=_tls_files(s)[3],
             idle_timeout_s=float(s.idle_timeout_s), max_pending=s.io_max_pending,
-            window=s.business_window, drain_ms=s.shutdown_drain_ms))
-            for i in range(s.io_workers)]
+            window=s.business_window, drain_ms=s.shutdown_drain_ms, **role)
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + READY_DEADLINE_S

@@ -30,6 +30,7 @@ class NodeSettings:
     idle_timeout_s: int
     frame_max: int
     io_workers: int
+    io_large_worker: bool
     business_workers: int
     business_read_workers: int
     business_write_nice: int

@@ -112,7 +112,7 @@ def test_a_peer_that_reads_nothing_is_closed_with_bounded_memory(node: NodeProce
     broker = Conn(node.addr)
     topics = [f"T{i:05d}-{'x' * 40}" for i in range(2000)]  # a ~100 kB topic list reply
     assert broker.call(register_many(topics)).code == ResponseCode.SUCCESS
-    io = node.workers("io")[0]
+    io = next(p for p in node.workers("io") if p.name() == "pns-io-0")
     before = io.memory_info().rss
     sock = socket.create_connection(("127.0.0.1", node.port))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)

@@ -143,7 +143,7 @@ def test_business_worker_sigkill_while_requests_flow(node: NodeProcess) -> None:
 def test_io_worker_sigkill_cleans_up_its_brokers(node: NodeProcess) -> None:
     broker = Conn(node.addr)
     assert broker.call(register()).code == ResponseCode.SUCCESS
-    victim = node.workers("io")[0]
+    victim = next(p for p in node.workers("io") if p.name() == "pns-io-0")
     os.kill(victim.pid, signal.SIGKILL)
 
     def route_gone() -> bool:

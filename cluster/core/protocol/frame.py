@@ -122,6 +122,13 @@ class FrameReader:
         self._parts, self._size, self._need = [], 0, 4
         return pos - offset
 
+    def take_buffered(self) -> bytes:
+        """The bytes of the frame being collected as they came (length word included), and
+        start afresh: another reader (another process) goes on with the stream."""
+        raw = b"".join(self._parts)
+        self._parts, self._size, self._need = [], 0, 4
+        return raw
+
     @staticmethod
     def _needed(rest: bytes) -> int:
         if len(rest) < 4:
