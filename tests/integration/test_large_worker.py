@@ -54,7 +54,7 @@ def brokers(conn: Conn) -> set[str]:
 
 @pytest.fixture
 def node(tmp_path: Path):  # type: ignore[no-untyped-def]
-    n = NodeProcess(tmp_path / "n").start()
+    n = NodeProcess(tmp_path / "n", props={"ioLargeWorker": "true"}).start()
     yield n
     n.stop()
 
@@ -84,7 +84,7 @@ def test_a_registration_of_megabytes_moves_its_connection_to_the_large_worker(
 
 
 def test_without_the_large_worker_the_connection_stays(tmp_path: Path) -> None:
-    node = NodeProcess(tmp_path / "n", props={"ioLargeWorker": "false"}).start()
+    node = NodeProcess(tmp_path / "n").start()  # the default
     conn = Conn(node.addr, timeout=30)
     try:
         assert [p.name() for p in node.workers("io")] == ["pns-io-0"]
