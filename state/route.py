@@ -33,6 +33,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import orjson
+
 from state.applied import (
     TopicTable,
     already_applied,
@@ -41,7 +43,7 @@ from state.applied import (
     last_applied,
 )
 from state.javaorder import string_hash
-from state.store import Store, Txn
+from state.store import Store, Txn, dumps
 
 PERM_WRITE = 2
 PERM_READ = 4
@@ -257,9 +259,18 @@ def _remove_broker_name(t: Txn, name: str, cluster: str | None) -> None:
 
 
 def remove_queue_datas(t: Txn, names: set[str]) -> None:
-    """Remove the QueueData of `names` from every topic; drop topics left empty."""
-    changes = [(topic, {n: q for n, q in qmap.items() if n not in names})
-               for topic, qmap in t.items("topic") if names.intersection(qmap)]
+    """Remove the QueueData of `names` from every topic; drop topics left empty.
+
+    A topic's value is a map keyed by broker name, so a value that holds none of the names
+    as a key (encoded as stored, then a colon) is passed over without being decoded: a
+    broker leaving a table of 40,000 topics costs a byte search per topic, not a decode."""
+    marks = [dumps(n) + b":" for n in names]
+    changes = []
+    for topic, raw in t.items_raw("topic"):
+        if any(m in raw for m in marks):
+            qmap = orjson.loads(raw)
+            if names.intersection(qmap):
+                changes.append((topic, {n: q for n, q in qmap.items() if n not in names}))
     for topic, rest in changes:
         if rest:
             t.put("topic", topic, rest)

@@ -113,6 +113,13 @@ class Txn:
                 yield k.decode(), orjson.loads(cur.value())
                 ok = cur.next()
 
+    def items_raw(self, table: str) -> Iterator[tuple[str, bytes]]:
+        """(key, encoded value) pairs in key order: a scan that looks for a few values
+        decodes only those."""
+        with self._txn.cursor(db=self._dbs[table]) as cur:
+            for k, v in cur.iternext():
+                yield bytes(k).decode(), v
+
     def keys(self, table: str) -> list[str]:
         with self._txn.cursor(db=self._dbs[table]) as cur:
             return [bytes(k).decode() for k in cur.iternext(keys=True, values=False)]

@@ -280,3 +280,21 @@ def test_generation_moves_only_on_route_changes(store: Store) -> None:
         route.change_write_perm(t, "a", add=False)
     with store.read() as t:
         assert t.generation() == gen + 1
+
+
+def test_removing_queue_datas_finds_a_name_only_as_a_key(store: Store) -> None:
+    """The scan passes over a topic by a byte search for the name as a key: a name that is
+    the end of another, or that stands as a value, must not be mistaken for it."""
+    qd = {"perm": 6, "readQueueNums": 4, "topicSysFlag": 0, "writeQueueNums": 4}
+    with store.write() as t:
+        t.put("topic", "T1", {"b": {"brokerName": "b", **qd}, "ab": {"brokerName": "ab", **qd}})
+        t.put("topic", "T2", {"ab": {"brokerName": "ab", **qd}})
+        t.put("topic", "T3", {"c": {"brokerName": "b", **qd}})  # "b" only as a value
+        t.put("topic", 'T"4', {'x"b': {"brokerName": 'x"b', **qd}})  # escaped in the key
+        route.remove_queue_datas(t, {"b", 'x"b'})
+    with store.read() as t:
+        assert dict(t.items("topic")) == {
+            "T1": {"ab": {"brokerName": "ab", **qd}},
+            "T2": {"ab": {"brokerName": "ab", **qd}},
+            "T3": {"c": {"brokerName": "b", **qd}},
+        }
