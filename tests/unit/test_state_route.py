@@ -298,3 +298,33 @@ def test_removing_queue_datas_finds_a_name_only_as_a_key(store: Store) -> None:
             "T2": {"ab": {"brokerName": "ab", **qd}},
             "T3": {"c": {"brokerName": "b", **qd}},
         }
+
+
+def test_channels_closed_together_leave_the_topics_as_one_at_a_time(store: Store) -> None:
+    """Names that vanish leave the topic table in one pass at the end: the same tables as
+    closing the channels one by one, a master whose slave stays keeping its queue data."""
+    def setup(s: Store) -> None:
+        for i, name in enumerate(("a", "b", "c")):
+            reg(s, name, f"{name}:1", 0, {"T": tc("T"), f"T{name}": tc(f"T{name}")},
+                channel=f"0.9.{i}")
+        reg(s, "c", "c:2", 1, channel="0.9.9")  # c's slave stays
+
+    def tables(s: Store) -> dict[str, Any]:
+        with s.read() as t:
+            return {name: dict(t.items(name)) for name in ("topic", "broker", "cluster", "live")}
+
+    setup(store)
+    closed = [("0.9.0", None), ("0.9.1", None), ("0.9.2", None)]
+    assert route.on_channels_destroyed(store, closed) == ["a:1", "b:1", "c:1"]
+    together = tables(store)
+    with store.write() as t:
+        for name in list(dict(t.items("topic"))):
+            t.delete("topic", name)
+        for table in ("broker", "cluster", "live", "channel"):
+            for key in list(dict(t.items(table))):
+                t.delete(table, key)
+    setup(store)
+    for ch, peer in closed:
+        route.on_channel_destroy(store, ch, peer)
+    assert tables(store) == together
+    assert set(together["topic"]) == {"T", "Tc"}  # c's name stays through its slave
