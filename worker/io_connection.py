@@ -50,9 +50,8 @@ class IoConfig:
     max_pending: int
     window: int
     drain_ms: int
-    listen: bool = True  # accepts on the node's port; the large-frame worker does not
     handoff: str = ""  # where to hand connections with a large next frame (worker.handoff)
-    large: bool = False  # the large-frame worker: takes connections handed to it
+    large: bool = False  # the large-frame worker: takes connections handed to it, no port
     nice: int = 0
 
 
@@ -149,7 +148,7 @@ class Connection(asyncio.BufferedProtocol):
         if total < LARGE_FRAME or self.pending or self._large is not None:
             return False
         fd = self._plain_fd()
-        if fd is None or self.transport is None or self.transport.get_write_buffer_size():
+        if fd is None or self.transport.get_write_buffer_size():  # type: ignore[union-attr]
             return False
         assert self.hub.handoff is not None
         raw = self.reader.take_buffered()

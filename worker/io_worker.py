@@ -20,7 +20,6 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import time
 from collections import Counter, deque
 from pathlib import Path
@@ -39,11 +38,12 @@ from cluster.core.protocol.frame import (
 )
 from cluster.core.protocol.peek import peek_code, without_body
 from state.store import Store
-from worker import limits, tls, wire
+from worker import limits, wire
 from worker.dispatch import ROUTE_CODE as ROUTE
 from worker.dispatch import Dispatcher, Peer
-from worker.handoff import HandoffSender, bind_receiver, handoff_path, receive
+from worker.handoff import HandoffSender
 from worker.io_connection import READ_SIZE, Connection, IoConfig
+from worker.io_sources import accept, receive_handoffs, stop_receiving
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code
 from worker.procs import announce_ready, io_endpoint, start_worker_process
 from worker.route_replies import RouteReplies, header_key, learnable
@@ -429,16 +429,6 @@ class Hub:
         return self.lanes.idle()
 
 
-def _listen_socket(host: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((host, port))
-    sock.listen(1024)
-    sock.setblocking(False)
-    return sock
-
-
 async def _every(period: float, fn) -> None:  # type: ignore[no-untyped-def]
     while True:
         await asyncio.sleep(period)
@@ -458,11 +448,8 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
     store = Store.open(Path(cfg.store_path))
     hub = Hub(cfg, loop, router, RouteReplies(store.generation_token))
     loop.add_reader(router.getsockopt(zmq.FD), hub.on_router_readable)
-    server = await _accept(cfg, loop, hub) if cfg.listen else None
-    receiver = None
-    if cfg.large:
-        receiver = bind_receiver(handoff_path(Path(cfg.run)))
-        loop.add_reader(receiver.fileno(), _take_handoffs, hub, receiver)
+    server = None if cfg.large else await accept(cfg, loop, hub)
+    receiver = receive_handoffs(Path(cfg.run), loop, hub) if cfg.large else None
     if cfg.handoff:
         hub.handoff = HandoffSender(Path(cfg.handoff), hub.now)
     stop = asyncio.Event()
@@ -476,8 +463,7 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
     if server is not None:
         server.close()
     if receiver is not None:
-        loop.remove_reader(receiver.fileno())
-        receiver.close()
+        stop_receiving(loop, receiver)
     await _drain(hub, cfg.drain_ms / 1000)
     hub.closing = True
     for t in timers:
@@ -492,31 +478,6 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
         hub.pusher.close()
     router.close(0)
     store.close()
-
-
-async def _accept(cfg: IoConfig, loop: asyncio.AbstractEventLoop, hub: Hub
-                  ) -> asyncio.AbstractServer | tls.TlsAcceptor:
-    """Accept the node's connections on its port (plain, or TLS as configured)."""
-    listener = _listen_socket(cfg.host, cfg.port)
-    if cfg.tls_mode == tls.DISABLED:
-        return await loop.create_server(lambda: Connection(hub), sock=listener)
-    ctx = tls.server_context(cfg.tls_cert, cfg.tls_key, cfg.tls_client_auth, cfg.tls_trust)
-    return tls.TlsAcceptor(loop, listener, ctx, cfg.tls_mode == tls.ENFORCING,
-                           lambda: Connection(hub), hub.hits.hit, cfg.frame_timeout_s)
-
-
-def _take_handoffs(hub: Hub, receiver: socket.socket) -> None:
-    """Serve the connections other I/O workers handed over, each from the bytes they read."""
-    for sock, raw in receive(receiver):
-        asyncio.ensure_future(_adopt(hub, sock, raw))
-
-
-async def _adopt(hub: Hub, sock: socket.socket, raw: bytes) -> None:
-    try:
-        await hub.loop.connect_accepted_socket(lambda: Connection(hub, raw), sock)
-    except OSError as exc:  # the peer went meanwhile
-        log.info("event=handoff_adopt_failed error=%r", str(exc))
-        sock.close()
 
 
 async def _drain(hub: Hub, bound_s: float) -> None:

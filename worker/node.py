@@ -124,11 +124,11 @@ class Controller:
         niced one taking the connections they hand over: worker.handoff)."""
         s = self.s
         handoff = str(handoff_path(self.run_path)) if s.io_large_worker else ""
-        children = [Child("io", i, run_io, self._io_config(i, listen=True, handoff=handoff))
+        children = [Child("io", i, run_io, self._io_config(i, handoff=handoff))
                     for i in range(s.io_workers)]
         if s.io_large_worker:
             children.append(Child("io", s.io_workers, run_io, self._io_config(
-                s.io_workers, listen=False, large=True, nice=s.business_write_nice)))
+                s.io_workers, large=True, nice=s.business_write_nice)))
         return children
 
     def _io_config(self, index: int, **role: Any) -> IoConfig:
