@@ -134,7 +134,7 @@ def run(nodes: int, rows_per_node: int, master: str,
         t = time.perf_counter()
         rows = synthesize(s, Path(tmp))
         gen_s = time.perf_counter() - t
-        with TreeSampler(os.getpid(), period=0.1, memory="rss") as sampler:
+        with TreeSampler(os.getpid(), period=0.1, memory="rss", memory_period=0.1) as sampler:
             t = time.perf_counter()
             spark = build_session(master, memory=memory)
             start_s = time.perf_counter() - t
