@@ -241,10 +241,11 @@ def _remove_live(t: Txn, addr: str) -> None:
     t.delete("filter", addr)
 
 
-def _remove_broker_name(t: Txn, name: str, cluster: str | None,
-                        gone: set[str] | None = None) -> None:
-    """A broker name vanished: drop it from its cluster and from every topic (or, with
-    ``gone``, add it there: the caller drops every name in it from the topics at once)."""
+def _remove_broker_name(t: Txn, name: str, cluster: str | None, gone: set[str]) -> None:
+    """A broker name vanished: drop it from its cluster and add it to ``gone``, the names
+    the caller drops from the topics at once (``remove_queue_datas``): brokers leaving
+    together cost one pass over the topic table, not one each. Nothing between reads the
+    topic table."""
     if cluster is None:  # the first cluster holding it, in Java's iteration order
         holding = [c for c, names in t.items("cluster") if name in names]
         cluster = java_order(t, "cluster", holding)[0] if holding else None
@@ -256,10 +257,7 @@ def _remove_broker_name(t: Txn, name: str, cluster: str | None,
         else:
             t.delete("cluster", cluster)
             _hm_removed(t, "cluster", cluster)
-    if gone is None:
-        remove_queue_datas(t, {name})
-    else:
-        gone.add(name)
+    gone.add(name)
     forget_applied(t, name)
 
 
@@ -269,6 +267,8 @@ def remove_queue_datas(t: Txn, names: set[str]) -> None:
     A topic's value is a map keyed by broker name, so a value that holds none of the names
     as a key (encoded as stored, then a colon) is passed over without being decoded: a
     broker leaving a table of 40,000 topics costs a byte search per topic, not a decode."""
+    if not names:
+        return
     marks = [dumps(n) + b":" for n in names]
     changes = []
     for topic, raw in t.items_raw("topic"):
@@ -295,12 +295,14 @@ def unregister_broker(t: Txn, cluster: str, addr: str, name: str, broker_id: int
         return
     t.delete("broker", name)
     _hm_removed(t, "broker", name)
-    _remove_broker_name(t, name, cluster)
+    gone: set[str] = set()
+    _remove_broker_name(t, name, cluster, gone)
+    remove_queue_datas(t, gone)
 
 
-def destroy_addr(t: Txn, addr: str, gone: set[str] | None = None) -> bool:
-    """4.9 onChannelDestroy for one broker address; True if anything was removed. With
-    ``gone``, broker names that vanish are left in the topics and added there."""
+def destroy_addr(t: Txn, addr: str, gone: set[str]) -> bool:
+    """4.9 onChannelDestroy for one broker address; True if anything was removed. Broker
+    names that vanish are left in the topics and added to ``gone``."""
     found = t.get("live", addr) is not None or t.get("filter", addr) is not None
     _remove_live(t, addr)
     holding = {name: bd for name, bd in t.items("broker") if addr in bd["brokerAddrs"].values()}
@@ -332,24 +334,16 @@ def _addr_in_brokers(t: Txn, addr: str) -> bool:
     return any(addr in bd["brokerAddrs"].values() for _, bd in t.items("broker"))
 
 
-def on_channel_destroy_txn(t: Txn, channel: str, peer: str | None,
-                           gone: set[str] | None = None) -> list[str]:
-    """Remove every broker bound to `channel` (or the one at `peer`); returns their addresses.
-    ``gone`` as for :func:`destroy_addr`."""
-    targets = channel_targets(t, channel, peer)
-    for addr in targets:
-        destroy_addr(t, addr, gone)
-    return targets
-
-
 def on_channels_destroyed_txn(t: Txn, closed: list[tuple[str, str | None]]) -> list[str]:
-    """``on_channel_destroy_txn`` for each closed channel in order; the broker names that
-    vanish leave the topic table in one scan at the end (nothing between reads it), so
-    brokers of a cluster leaving together cost one pass over the topics, not one each."""
+    """Remove every broker bound to each closed channel (or the one at its peer), in order;
+    returns their addresses. The broker names that vanish leave the topics in one pass."""
     gone: set[str] = set()
-    removed = [addr for ch, peer in closed for addr in on_channel_destroy_txn(t, ch, peer, gone)]
-    if gone:
-        remove_queue_datas(t, gone)
+    removed = []
+    for channel, peer in closed:
+        for addr in channel_targets(t, channel, peer):
+            destroy_addr(t, addr, gone)
+            removed.append(addr)
+    remove_queue_datas(t, gone)
     return removed
 
 
@@ -375,8 +369,10 @@ def expired(t: Txn, now: int, timeout_ms: int) -> list[str]:
 def scan_not_active_txn(t: Txn, now: int, timeout_ms: int) -> int:
     """Expire brokers (4.9 scanNotActiveBroker); returns the number of removed live entries."""
     addrs = expired(t, now, timeout_ms)
+    gone: set[str] = set()
     for addr in addrs:
-        destroy_addr(t, addr)
+        destroy_addr(t, addr, gone)
+    remove_queue_datas(t, gone)
     return len(addrs)
 
 

@@ -50,7 +50,7 @@ class IoConfig:
     max_pending: int
     window: int
     drain_ms: int
-    handoff: str = ""  # where to hand connections with a large next frame (worker.handoff)
+    hand_off: bool = False  # hand connections with a large next frame to the large worker
     large: bool = False  # the large-frame worker: takes connections handed to it, no port
     nice: int = 0
 

@@ -41,7 +41,7 @@ from state.store import Store
 from worker import limits, wire
 from worker.dispatch import ROUTE_CODE as ROUTE
 from worker.dispatch import Dispatcher, Peer
-from worker.handoff import HandoffSender
+from worker.handoff import HandoffSender, handoff_path
 from worker.io_connection import READ_SIZE, Connection, IoConfig
 from worker.io_sources import accept, receive_handoffs, stop_receiving
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code
@@ -450,8 +450,8 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
     loop.add_reader(router.getsockopt(zmq.FD), hub.on_router_readable)
     server = None if cfg.large else await accept(cfg, loop, hub)
     receiver = receive_handoffs(Path(cfg.run), loop, hub) if cfg.large else None
-    if cfg.handoff:
-        hub.handoff = HandoffSender(Path(cfg.handoff), hub.now)
+    if cfg.hand_off:
+        hub.handoff = HandoffSender(handoff_path(Path(cfg.run)), hub.now)
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     timers = [asyncio.ensure_future(_every(wire.HEARTBEAT_S, hub.tick)),

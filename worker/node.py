@@ -31,7 +31,6 @@ from worker.bootstrap import create_state
 from worker.business import BusinessConfig
 from worker.business import run as run_business
 from worker.children import Child
-from worker.handoff import handoff_path
 from worker.io_connection import IoConfig
 from worker.io_worker import run as run_io
 from worker.metrics import parse_snapshot
@@ -123,8 +122,7 @@ class Controller:
         """The I/O workers on the node's port, and the large-frame worker after them (a
         niced one taking the connections they hand over: worker.handoff)."""
         s = self.s
-        handoff = str(handoff_path(self.run_path)) if s.io_large_worker else ""
-        children = [Child("io", i, run_io, self._io_config(i, handoff=handoff))
+        children = [Child("io", i, run_io, self._io_config(i, hand_off=s.io_large_worker))
                     for i in range(s.io_workers)]
         if s.io_large_worker:
             children.append(Child("io", s.io_workers, run_io, self._io_config(

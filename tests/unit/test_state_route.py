@@ -328,3 +328,17 @@ def test_channels_closed_together_leave_the_topics_as_one_at_a_time(store: Store
         route.on_channel_destroy(store, ch, peer)
     assert tables(store) == together
     assert set(together["topic"]) == {"T", "Tc"}  # c's name stays through its slave
+
+
+def test_brokers_expiring_in_one_scan_leave_the_topics_together(store: Store) -> None:
+    """One scan expiring several masters drops the names that vanish from the topics in one
+    pass; a master whose slave is still alive keeps its name and its queue data."""
+    for i, name in enumerate(("a", "b", "c")):
+        reg(store, name, f"{name}:1", 0, {"T": tc("T"), f"T{name}": tc(f"T{name}")},
+            now=1000, channel=f"0.9.{i}")
+    reg(store, "c", "c:2", 1, now=100_000, channel="0.9.9")
+    assert route.scan_not_active(store, 1001 + 120_000, 120_000) == 3
+    with store.read() as t:
+        assert set(dict(t.items("topic"))) == {"T", "Tc"}
+        assert set(dict(t.items("broker"))) == {"c"}
+    assert [q["brokerName"] for q in pick(store, "T")["queueDatas"]] == ["c"]  # type: ignore[index]
