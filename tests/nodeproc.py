@@ -43,6 +43,13 @@ def poll_until(fn: Callable[[], T], timeout: float = 10.0, interval: float = 0.0
     return last
 
 
+def _name(proc: psutil.Process) -> str:
+    try:
+        return proc.name()
+    except psutil.NoSuchProcess:  # exited between the listing and the read
+        return ""
+
+
 class NodeProcess:
     """One ``python -m worker.node`` process; ``stop()`` always reaps it and its workers."""
 
@@ -89,8 +96,9 @@ class NodeProcess:
             return []
 
     def workers(self, kind: str) -> list[psutil.Process]:
-        """Live worker processes of one kind: "io" or "biz"."""
-        return [c for c in self.children() if c.name().startswith(f"pns-{kind}-")]
+        """Live worker processes of one kind: "io" or "biz" (one that exits while being
+        listed is left out)."""
+        return [c for c in self.children() if _name(c).startswith(f"pns-{kind}-")]
 
     def terminate(self, timeout: float = 20.0) -> int:
         assert self.proc is not None
