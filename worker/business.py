@@ -25,6 +25,7 @@ from cluster.core.protocol.frame import FrameError, decode_command, encode_comma
 from state.store import Store
 from worker import wire
 from worker.context import NodeContext
+from worker.frame_arena import ArenaReader
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics
 from worker.processors import handle, on_channel_destroy
 from worker.procs import announce_ready, io_endpoint, start_worker_process
@@ -52,6 +53,7 @@ class BusinessWorker:
         self.store = Store.open(Path(cfg.store_path))
         self.ctx = NodeContext.build(self.store, cfg)
         self.sockets = [self._dealer(zctx, i) for i in range(cfg.io_workers)]
+        self.arenas = ArenaReader(Path(cfg.store_path))
         self.poller = zmq.Poller()
         for s in self.sockets:
             self.poller.register(s, zmq.POLLIN)
@@ -107,6 +109,8 @@ class BusinessWorker:
         kind, payload = msg[:1], memoryview(msg)[1:]  # a registration's body is copied once
         if kind == wire.REQUESTS:
             self._send(sock, self._process_batch(payload))
+        elif kind == wire.SHARED:
+            self._send(sock, self._process_shared(self.sockets.index(sock), payload))
         elif kind == wire.EVENT:
             self._channels_destroyed([(bytes(conn).decode(), bytes(peer).decode())
                                       for conn, peer in wire.unpack_pairs(payload)])
@@ -117,6 +121,21 @@ class BusinessWorker:
             replies.append((conn, self.process(bytes(conn).decode(), frame)))
             self._hello_if_due()
         return wire.pack_pairs(replies, wire.REPLIES)
+
+    def _process_shared(self, io_index: int, payload: memoryview) -> bytes:
+        """A large frame in the I/O worker's shared memory, answered as a batch of one."""
+        try:
+            pid, offset, length, conn = wire.parse_shared(payload)
+        except ValueError as exc:
+            log.error("event=bad_internal_message error=%r", str(exc))
+            return wire.pack_pairs([], wire.REPLIES)
+        try:
+            frame = self.arenas.frame(io_index, pid, offset, length)
+        except OSError as exc:  # its I/O worker is gone, and the connection with it
+            log.warning("event=shared_frame_unreadable channel=%s error=%r", conn.decode(),
+                        str(exc))
+            return wire.pack_pairs([(conn, wire.CLOSE)], wire.REPLIES)
+        return wire.pack_pairs([(conn, self.process(conn.decode(), frame))], wire.REPLIES)
 
     def process(self, channel: str, frame: bytes | memoryview) -> bytes:
         """The encoded reply to one frame, or b"" when nothing must be sent."""

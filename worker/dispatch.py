@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast
 
 from cluster.core.protocol.codes import RequestCode
 from cluster.core.protocol.peek import peek_code, without_body
@@ -29,6 +29,23 @@ KEEP_WHOLE_BYTES = 64 << 10
 # (conn id, frame); a large frame is a memoryview of the message it was read into
 Item = tuple[bytes, bytes | memoryview]
 Queued = tuple[bytes, bytes | memoryview, Any]  # (…, the caller's tag, handed back on reply)
+
+
+class FrameOwner(Protocol):
+    """Where some frames live (``worker.frame_arena``): such a frame is kept whole while in
+    flight and handed back once nobody can read it any more."""
+
+    def owns(self, frame: object) -> bool: ...
+
+    def release(self, frame: memoryview) -> None: ...
+
+
+class _NoOwner:
+    def owns(self, frame: object) -> bool:
+        return False
+
+    def release(self, frame: memoryview) -> None:
+        raise AssertionError("no frame is owned")
 
 
 def is_route_read(frame: bytes) -> bool:
@@ -48,6 +65,9 @@ class Peer:
     alive: bool = True
     exited: bool = False  # its process is gone: anything still queued from it is ignored
     stale: int = 0
+    # per stale reply owed, in order: the owned frame it answers (released when that reply
+    # comes or the worker exits), else None
+    held: deque[memoryview | None] = field(default_factory=deque)
     others: int = 0  # default-lane requests in flight
     # (conn id, the frame or its head, is a route read, tag, frame size)
     inflight: deque[tuple[bytes, bytes, bool, Any, int]] = field(default_factory=deque)
@@ -63,7 +83,9 @@ class Dispatcher:
     """
 
     def __init__(self, window: int, max_pending: int, stopped_after: float,
-                 hung_after: float, forget_after: float) -> None:
+                 hung_after: float, forget_after: float, owner: FrameOwner | None = None
+                 ) -> None:
+        self.owner: FrameOwner = owner or _NoOwner()
         self.window = window
         self.max_pending = max_pending
         self.stopped_after = stopped_after
@@ -103,7 +125,15 @@ class Dispatcher:
             kept = deque(item for item in queue if item[0] != conn)
             dropped += len(queue) - len(kept)
             setattr(self, name, kept)
+            if len(kept) != len(queue):
+                for item in queue:
+                    if item[0] == conn:
+                        self._release(item[1])
         return dropped
+
+    def _release(self, frame: object) -> None:
+        if self.owner.owns(frame):
+            self.owner.release(frame)  # type: ignore[arg-type]
 
     # -- peers -------------------------------------------------------------
 
@@ -134,6 +164,8 @@ class Dispatcher:
         peer.alive = False
         lost = [(conn, frame) for conn, frame, _, _, _ in peer.inflight]
         peer.stale += len(lost)
+        owns = self.owner.owns
+        peer.held.extend(cast(memoryview, frame) if owns(frame) else None for _, frame in lost)
         peer.inflight.clear()
         peer.others = 0
         return lost
@@ -142,6 +174,7 @@ class Dispatcher:
         """The worker's process exited: fail it for good; returns its in-flight requests."""
         lost = self.fail(peer)
         peer.exited = True
+        self._release_held(peer)
         peer.last_seen = now  # forgotten ``forget_after`` from now
         return lost
 
@@ -157,6 +190,7 @@ class Dispatcher:
             quiet = now - peer.last_seen
             if quiet > self.forget_after:
                 del self.peers[peer.ident]
+                self._release_held(peer)
             elif not peer.alive:
                 continue
             elif quiet > self.hung_after or (
@@ -166,6 +200,14 @@ class Dispatcher:
                 greet.append(peer)
         return fail, greet
 
+    def _release_held(self, peer: Peer) -> None:
+        """Nothing more will be read by ``peer``: its owned frames go back. (A worker
+        forgotten while its process still runs is taken to read no more either.)"""
+        held, peer.held = peer.held, deque()
+        for frame in held:
+            if frame is not None:
+                self.owner.release(frame)
+
     def completed(self, peer: Peer) -> bool:
         """One reply arrived from ``peer``; False when it answers an already-failed request."""
         return self.finish(peer)[0]
@@ -174,12 +216,16 @@ class Dispatcher:
         """``completed``, the tag its request was submitted with and the request's size."""
         if peer.stale:
             peer.stale -= 1
+            held = peer.held.popleft() if peer.held else None
+            if held is not None:
+                self.owner.release(held)
             return False, None, 0
         if not peer.inflight:
             return True, None, 0
-        _, _, is_read, tag, size = peer.inflight.popleft()
+        _, frame, is_read, tag, size = peer.inflight.popleft()
         if not is_read:
             peer.others -= 1
+        self._release(frame)
         return True, tag, size
 
     # -- dispatch ----------------------------------------------------------
@@ -215,12 +261,13 @@ class Dispatcher:
         batch: list[Item] = []
         size = 0
         room = min(self.window - len(peer.inflight), MAX_BATCH)
+        owns = self.owner.owns
         while queue and len(batch) < room and size < MAX_BATCH_BYTES:
             conn, frame, tag = queue.popleft()
             batch.append((conn, frame))
             n = len(frame)
-            peer.inflight.append((conn, frame if n <= KEEP_WHOLE_BYTES else without_body(frame),
-                                  is_read, tag, n))
+            kept = frame if n <= KEEP_WHOLE_BYTES or owns(frame) else without_body(frame)
+            peer.inflight.append((conn, kept, is_read, tag, n))
             size += n
         if not is_read:
             peer.others += len(batch)

@@ -59,8 +59,9 @@ class Connection(asyncio.BufferedProtocol):
     """One client connection: frames in, replies out, within the connection limits.
 
     Reads land in the hub's read buffer and are split into frames as bytes; the rest of a
-    large frame (``LARGE_FRAME``) lands in the ZeroMQ message that will carry it, laid out
-    by ``wire.pair_buffer``, and the frame is a memoryview of it.
+    large frame (``LARGE_FRAME``) lands in shared memory (``worker.frame_arena``), else in
+    the ZeroMQ message that will carry it, laid out by ``wire.pair_buffer``; the frame is a
+    memoryview of either.
 
     ``pending`` counts the bytes of requests read and not answered yet; with the
     unsent reply bytes it bounds what one peer can make the worker hold: above
@@ -82,7 +83,7 @@ class Connection(asyncio.BufferedProtocol):
         self.write_blocked_since: float | None = None  # replies cannot be written since then
         self.partial_since: float | None = None  # an incomplete frame started then
         self._reading = True
-        self._large: bytearray | None = None  # the message a large frame is read into
+        self._large: bytearray | memoryview | None = None  # where a large frame is read
         self._large_at = 0  # where the frame starts in it
         self._large_in = 0  # how far it is filled
 
@@ -167,18 +168,26 @@ class Connection(asyncio.BufferedProtocol):
         return None if sock is None else sock.fileno()
 
     def _detach_large(self) -> None:
-        """Read the rest of a large frame into the message that takes it to the business pool.
+        """Read the rest of a large frame into shared memory, else into the message that takes
+        it to the business pool.
 
         Allocated only once ``1 / LARGE_SHARE`` of the frame is in, so a sender can make the
         worker hold at most ``LARGE_SHARE`` times what it sent."""
         total, have = self.reader.collecting()
         if total < LARGE_FRAME or have * LARGE_SHARE < total:
             return
-        buf, at = wire.pair_buffer(wire.REQUESTS, self.conn_id, total)
+        arena = self.hub.arena
+        buf: bytearray | memoryview | None = arena.alloc(total) if arena is not None else None
+        at = 0
+        if buf is None:
+            buf, at = wire.pair_buffer(wire.REQUESTS, self.conn_id, total)
         self._large, self._large_at = buf, at
         self._large_in = at + self.reader.detach_into(buf, at)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._large is not None:  # a large frame cut short
+            self.hub.release(self._large)
+            self._large = None
         self.hub.remove(self)
 
     def pause_writing(self) -> None:

@@ -41,6 +41,7 @@ from state.store import Store
 from worker import limits, wire
 from worker.dispatch import ROUTE_CODE as ROUTE
 from worker.dispatch import Dispatcher, Peer
+from worker.frame_arena import FrameArena, arena_size
 from worker.handoff import HandoffSender, handoff_path
 from worker.io_connection import READ_SIZE, Connection, IoConfig
 from worker.io_sources import accept, receive_handoffs, stop_receiving
@@ -65,7 +66,7 @@ class Hub:
     """Connection table, the business-pool dispatcher and the ZeroMQ side of this worker."""
 
     def __init__(self, cfg: IoConfig, loop: asyncio.AbstractEventLoop, router: zmq.Socket,
-                 replies: RouteReplies) -> None:
+                 replies: RouteReplies, arena: FrameArena | None = None) -> None:
         self.cfg = cfg
         self.replies = replies
         self.loop = loop
@@ -74,8 +75,9 @@ class Hub:
         self.per_address: Counter[str] = Counter()
         self.hits = limits.LimitHits()
         self.events: deque[tuple[bytes, bytes]] = deque()
+        self.arena = arena  # where large frames are read (None: they go through ZeroMQ)
         self.lanes = Dispatcher(cfg.window, cfg.max_pending, wire.PEER_STOPPED_S,
-                                wire.PEER_HUNG_S, FORGET_PEER_S)
+                                wire.PEER_HUNG_S, FORGET_PEER_S, self.arena)
         self.pidfds: dict[bytes, int] = {}
         self.closing = False
         self._seq = 0
@@ -202,11 +204,17 @@ class Hub:
         if not self.lanes.submit(conn_id, frame, tag, is_read):
             self.m.add("system_busy")
             self.answer_error(conn_id, frame, ResponseCode.SYSTEM_BUSY, BUSY_REMARK, tag[2])
+            self.release(frame)
             return
         conn = self.conns.get(conn_id)
         if conn is not None:
             conn.add_pending(len(frame))
         self._schedule_flush()
+
+    def release(self, frame: bytes | bytearray | memoryview) -> None:
+        """A frame nobody will read any more: its shared memory, if any, goes back."""
+        if self.arena is not None and self.arena.owns(frame):
+            self.arena.release(cast(memoryview, frame))
 
     def answer_error(self, conn_id: bytes, frame: bytes | memoryview, code: int, remark: str,
                      t0: float | None) -> None:
@@ -251,8 +259,9 @@ class Hub:
         self._send_events()
 
     def _send_batch(self, peer: Peer, batch: list[tuple[bytes, bytes | memoryview]]) -> None:
-        """One message for the batch; a large frame, read into a message of its own (a
-        memoryview of it), goes as that message, in its place among the others."""
+        """One message for the batch; a large frame (a memoryview) goes in its place among the
+        others as a message of its own: a reference to it in shared memory, or the message
+        it was read into."""
         if not any(type(frame) is memoryview for _, frame in batch):
             self._send(peer, wire.pack_pairs(batch, wire.REQUESTS))
             return
@@ -264,7 +273,13 @@ class Hub:
             if run and not self._send(peer, wire.pack_pairs(run, wire.REQUESTS)):
                 return
             run = []
-            if not self._send(peer, cast(bytearray, frame.obj)):
+            message: bytes | bytearray
+            if self.arena is not None and self.arena.owns(frame):
+                message = wire.shared_ref(os.getpid(), self.arena.offset(frame), len(frame),
+                                          conn_id)
+            else:
+                message = cast(bytearray, frame.obj)
+            if not self._send(peer, message):
                 return
         if run:
             self._send(peer, wire.pack_pairs(run, wire.REQUESTS))
@@ -429,6 +444,14 @@ class Hub:
         return self.lanes.idle()
 
 
+def _open_arena(cfg: IoConfig) -> FrameArena | None:
+    try:
+        return FrameArena(Path(cfg.store_path), cfg.index, arena_size(cfg.frame_max))
+    except OSError as exc:  # large frames then go through ZeroMQ
+        log.warning("event=frame_arena_unavailable error=%r", str(exc))
+        return None
+
+
 async def _every(period: float, fn) -> None:  # type: ignore[no-untyped-def]
     while True:
         await asyncio.sleep(period)
@@ -446,7 +469,7 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
         os.unlink(Path(cfg.run) / f"io-{cfg.index}.ipc")
     router.bind(io_endpoint(Path(cfg.run), cfg.index))
     store = Store.open(Path(cfg.store_path))
-    hub = Hub(cfg, loop, router, RouteReplies(store.generation_token))
+    hub = Hub(cfg, loop, router, RouteReplies(store.generation_token), _open_arena(cfg))
     loop.add_reader(router.getsockopt(zmq.FD), hub.on_router_readable)
     server = None if cfg.large else await accept(cfg, loop, hub)
     receiver = receive_handoffs(Path(cfg.run), loop, hub) if cfg.large else None
@@ -478,6 +501,8 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
         hub.pusher.close()
     router.close(0)
     store.close()
+    if hub.arena is not None:
+        hub.arena.close()
 
 
 async def _drain(hub: Hub, bound_s: float) -> None:

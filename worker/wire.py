@@ -19,6 +19,7 @@ HELLO = b"H"      # heartbeat / hello, both directions; business -> I/O: b"H<lan
 LANE_ALL = b"all"    # serves every request
 LANE_READ = b"read"  # serves route lookups (code 105) only
 REQUESTS = b"Q"   # I/O -> business: b"Q" + pack_pairs([(conn, frame), ...])
+SHARED = b"S"     # I/O -> business: b"S" + shared_ref(...): one large frame in shared memory
 EVENT = b"E"      # I/O -> business: b"E" + pack_pairs([(conn, peer)]) (channel destroyed)
 REPLIES = b"P"    # business -> I/O: b"P" + pack_pairs([(conn, reply), ...]) (empty: none)
 CLOSE = b"\x00"   # a reply that is no frame: the header was malformed, close the connection
@@ -64,6 +65,7 @@ POLLIN = int(zmq.POLLIN)
 EVENTS = int(zmq.EVENTS)
 
 _PAIR = struct.Struct(">HI")
+_SHARED = struct.Struct(">IQIH")  # I/O worker pid, offset, length, len(conn); then conn
 Buf = TypeVar("Buf", bytes, memoryview)
 
 
@@ -99,3 +101,21 @@ def unpack_pairs(blob: Buf) -> list[tuple[Buf, Buf]]:
         out.append((blob[pos : pos + clen], blob[pos + clen : pos + clen + plen]))
         pos += clen + plen
     return out
+
+
+def shared_ref(pid: int, offset: int, length: int, conn: bytes) -> bytes:
+    """A frame at ``offset`` in the frame file of I/O worker ``pid`` (``worker.frame_arena``)
+    for connection ``conn``; the business worker answers it as a batch of one."""
+    return SHARED + _SHARED.pack(pid, offset, length, len(conn)) + conn
+
+
+def parse_shared(payload: bytes | memoryview) -> tuple[int, int, int, bytes]:
+    """(pid, offset, length, conn) of ``shared_ref`` (without its kind byte); ValueError when
+    it is cut short."""
+    if len(payload) < _SHARED.size:
+        raise ValueError("shared frame reference cut short")
+    pid, offset, length, clen = _SHARED.unpack_from(payload, 0)
+    conn = bytes(payload[_SHARED.size : _SHARED.size + clen])
+    if len(conn) != clen:
+        raise ValueError("shared frame reference cut short")
+    return pid, offset, length, conn

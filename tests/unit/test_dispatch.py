@@ -175,3 +175,82 @@ def test_a_closed_connection_loses_only_its_queued_requests() -> None:
     [(_, first)] = d.batches()  # one in flight, the rest queued
     assert d.discard(b"a") == 4 - sum(1 for c, _ in first if c == b"a")
     assert {c for c, _, _ in [*d.reads, *d.others]} == {b"b"}
+
+
+class Owner:
+    """Frames of one buffer are owned; what is released is recorded."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray(1 << 20)
+        self.released: list[int] = []
+
+    def frame(self, at: int, body: bytes) -> memoryview:
+        view = memoryview(self.buf)[at : at + len(body)]
+        view[:] = body
+        return view
+
+    def owns(self, frame: object) -> bool:
+        return type(frame) is memoryview and frame.obj is self.buf
+
+    def release(self, frame: memoryview) -> None:
+        self.released.append(len(frame))
+
+
+def owned(window: int = 4) -> tuple[Dispatcher, Owner]:
+    owner = Owner()
+    return Dispatcher(window, 100, stopped_after=3.0, hung_after=30.0, forget_after=600.0,
+                      owner=owner), owner
+
+
+def big(owner: Owner, at: int) -> memoryview:
+    return owner.frame(at, frame(103) + b"x" * (KEEP_WHOLE_BYTES + 1))
+
+
+def test_an_owned_frame_in_flight_is_kept_whole_and_released_with_its_reply() -> None:
+    d, owner = owned()
+    peer, _ = d.seen(b"w", 0.0, LANE_ALL)
+    assert peer is not None
+    d.submit(b"c", big(owner, 0), "t1", is_read=False)
+    d.submit(b"c", frame(103), "t2")
+    d.batches()
+    assert peer.inflight[0][1] is not None and len(peer.inflight[0][1]) > KEEP_WHOLE_BYTES
+    assert d.finish(peer)[1] == "t1" and len(owner.released) == 1
+    assert d.finish(peer)[1] == "t2" and len(owner.released) == 1  # bytes own nothing
+
+
+def test_an_owned_frame_of_a_failed_worker_waits_for_its_stale_reply() -> None:
+    d, owner = owned()
+    peer, _ = d.seen(b"w", 0.0, LANE_ALL)
+    assert peer is not None
+    d.submit(b"c", frame(103))
+    d.submit(b"c", big(owner, 0), is_read=False)
+    d.batches()
+    lost = d.fail(peer)
+    assert len(lost) == 2 and owner.released == []  # still readable: the caller answers it
+    assert len(lost[1][1]) > KEEP_WHOLE_BYTES  # the whole frame, not just its header
+    d.seen(b"w", 1.0, LANE_ALL)  # it was slow, not dead: its replies come
+    assert d.finish(peer) == (False, None, 0) and owner.released == []
+    assert d.finish(peer) == (False, None, 0) and len(owner.released) == 1
+
+
+def test_owned_frames_are_released_when_their_worker_exits_or_is_forgotten() -> None:
+    d, owner = owned()
+    for ident in (b"a", b"b"):
+        d.seen(ident, 0.0, LANE_ALL)
+        d.submit(b"c", big(owner, 0), is_read=False)
+        d.batches()
+    a, b = d.peers[b"a"], d.peers[b"b"]
+    d.drop(a, 1.0)
+    assert len(owner.released) == 1
+    d.fail(b)
+    assert len(owner.released) == 1
+    d.expire(601.0, running)  # failed long ago and silent since: forgotten
+    assert b"b" not in d.peers and len(owner.released) == 2
+
+
+def test_queued_owned_frames_of_a_closed_connection_are_released() -> None:
+    d, owner = owned()
+    d.submit(b"gone", big(owner, 0), is_read=False)
+    d.submit(b"kept", big(owner, 4096), is_read=False)
+    assert d.discard(b"gone") == 1 and len(owner.released) == 1
+    assert [conn for conn, _, _ in d.others] == [b"kept"]

@@ -7,6 +7,7 @@ from typing import Any
 from cluster.core.protocol.codes import ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import encode_command
+from worker.frame_arena import FrameArena
 from worker.io_connection import Connection, IoConfig
 from worker.io_worker import Hub
 from worker.route_replies import RouteReplies, header_key
@@ -62,9 +63,10 @@ def reply(opaque: int, code: int, stype: SerializeType = SerializeType.JSON) -> 
     return encode_command(response_to(req, code, remark, body=body))
 
 
-def connection(generation: list[bytes]) -> tuple[Hub, Connection, Transport]:
+def connection(generation: list[bytes], arena: FrameArena | None = None
+               ) -> tuple[Hub, Connection, Transport]:
     replies = RouteReplies(lambda: generation[0])
-    hub = Hub(CFG, Loop(), None, replies)  # type: ignore[arg-type]
+    hub = Hub(CFG, Loop(), None, replies, arena)  # type: ignore[arg-type]
     conn, transport = Connection(hub), Transport()
     conn.connection_made(transport)  # type: ignore[arg-type]
     replies.refresh()

@@ -1,8 +1,10 @@
-"""Large frames (registrations of megabytes): read straight into the one-part ZeroMQ message
-that takes them to the business pool, sent in order with the frames around them."""
+"""Large frames (registrations of megabytes): read straight into shared memory, else into
+the one-part ZeroMQ message that takes them to the business pool, sent in order with the
+frames around them."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from state.store import Store
 from tests.unit.test_io_route_hits import connection, request
 from worker import wire
 from worker.business import BusinessConfig, BusinessWorker
+from worker.frame_arena import FrameArena
 from worker.io_connection import LARGE_FRAME, LARGE_SHARE
 from worker.procs import io_endpoint
 
@@ -136,49 +139,128 @@ def test_a_batch_is_split_around_its_large_frames(big: bytes) -> None:
                                                    wire.REQUESTS))]
 
 
+class Pool:
+    """One business worker on a real ZeroMQ pair, driven by hand, as I/O worker 0 sees it."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        Store.create(tmp_path / "store").close()
+        self.zctx = zmq.Context()
+        self.router = self.zctx.socket(zmq.ROUTER)
+        self.router.setsockopt(zmq.LINGER, 0)
+        self.router.bind(io_endpoint(tmp_path, 0))
+        self.worker = BusinessWorker(BusinessConfig(
+            index=0, parent=0, run=str(tmp_path), io_workers=1,
+            store_path=str(tmp_path / "store"), node_name="n"), self.zctx)
+        deadline = time.monotonic() + 10
+        while not self.router.poll(50):  # a hello is dropped until the connection is up
+            assert time.monotonic() < deadline, "no hello from the business worker"
+            self.worker.hello()
+        self.ident, hello = self.router.recv_multipart()
+        assert hello.startswith(wire.HELLO)
+
+    def send(self, message: bytes | bytearray) -> None:
+        self.router.send_multipart((self.ident, message), copy=False)
+
+    def answers(self, n: int) -> list[tuple[bytes, bytes]]:
+        out: list[tuple[bytes, bytes]] = []
+        deadline = time.monotonic() + 10
+        while len(out) < n:
+            assert time.monotonic() < deadline, out
+            self.worker._drain(self.worker.sockets[0])
+            if self.router.poll(50):
+                _, message = self.router.recv_multipart()
+                if message.startswith(wire.REPLIES):
+                    out += wire.unpack_pairs(message[1:])
+        return out
+
+    def close(self) -> None:
+        for sock in self.worker.sockets:
+            sock.close(0)
+        self.worker.pusher.close()
+        self.worker.store.close()
+        self.router.close(0)
+        self.zctx.term()
+
+
+ALL_TOPICS = encode_command(RemotingCommand(code=206, opaque=9))[4:]
+
+
 def test_the_business_worker_answers_a_large_frame_in_order(tmp_path: Path, big: bytes
                                                              ) -> None:
-    Store.create(tmp_path / "store").close()
-    zctx = zmq.Context()
-    router = zctx.socket(zmq.ROUTER)
-    router.setsockopt(zmq.LINGER, 0)
-    router.bind(io_endpoint(tmp_path, 0))
-    worker = BusinessWorker(BusinessConfig(index=0, parent=0, run=str(tmp_path), io_workers=1,
-                                           store_path=str(tmp_path / "store"), node_name="n"),
-                            zctx)
+    pool = Pool(tmp_path)
     try:
-        deadline = time.monotonic() + 10
-        while not router.poll(50):  # a hello is dropped until the connection is up
-            assert time.monotonic() < deadline, "no hello from the business worker"
-            worker.hello()
-        ident, hello = router.recv_multipart()
-        assert hello.startswith(wire.HELLO)
-        query = encode_command(RemotingCommand(code=206, opaque=9))[4:]  # all topics
         buf, at = wire.pair_buffer(wire.REQUESTS, b"c1@p", len(big) - 4)
         buf[at:] = big[4:]
-        router.send_multipart((ident, buf), copy=False)
-        router.send_multipart((ident, wire.pack_pairs([(b"c1@p", query)], wire.REQUESTS)))
-        answers = []
-        deadline = time.monotonic() + 10
-        while len(answers) < 2:
-            assert time.monotonic() < deadline, answers
-            worker._drain(worker.sockets[0])
-            if router.poll(50):
-                _, message = router.recv_multipart()
-                if message.startswith(wire.REPLIES):
-                    answers += wire.unpack_pairs(message[1:])
+        pool.send(buf)
+        pool.send(wire.pack_pairs([(b"c1@p", ALL_TOPICS)], wire.REQUESTS))
+        answers = pool.answers(2)
         assert [conn for conn, _ in answers] == [b"c1@p", b"c1@p"]
         replies = [decode_frame(reply) for _, reply in answers]
         assert [(r.opaque, r.code) for r in replies] == [(1, ResponseCode.SUCCESS),
                                                          (9, ResponseCode.SUCCESS)]
         assert b"\"T02999\"" in (replies[1].body or b"")  # it sees the registration
     finally:
-        for sock in worker.sockets:
-            sock.close(0)
-        worker.pusher.close()
-        worker.store.close()
-        router.close(0)
-        zctx.term()
+        pool.close()
+
+
+def test_the_business_worker_reads_a_large_frame_in_shared_memory(tmp_path: Path, big: bytes
+                                                                  ) -> None:
+    pool = Pool(tmp_path)
+    arena = FrameArena(tmp_path / "store", 0, 64 << 20)
+    try:
+        hub, conn, _ = connection([b"1"], arena)
+        router = Router()
+        hub.router = router  # type: ignore[assignment]
+        hub._schedule_read = lambda: None  # type: ignore[method-assign]
+        reads(conn, big, 65536)  # read by the I/O worker's connection, as on a socket
+        [(_, frame, _)] = hub.lanes.others
+        assert arena.owns(frame) and frame == big[4:]
+        peer, _ = hub.lanes.seen(pool.ident, 0.0, wire.LANE_ALL, 0)
+        assert peer is not None
+        [(_, batch)] = hub.lanes.batches()
+        hub._send_batch(peer, batch)
+        [(_, ref)] = router.sent  # a reference, not the megabytes
+        assert ref == wire.shared_ref(os.getpid(), 0, len(big) - 4, conn.conn_id)
+        pool.send(ref)
+        pool.send(wire.pack_pairs([(conn.conn_id, ALL_TOPICS)], wire.REQUESTS))
+        replies = [decode_frame(reply) for _, reply in pool.answers(2)]
+        assert [(r.opaque, r.code) for r in replies] == [(1, ResponseCode.SUCCESS),
+                                                         (9, ResponseCode.SUCCESS)]
+        assert b"\"T02999\"" in (replies[1].body or b"")
+        assert arena.used  # in use until the I/O worker has the reply
+        hub.lanes.finish(peer)
+        assert not arena.used
+        pool.send(wire.shared_ref(os.getpid() + 1, 0, 10, b"c9@p"))  # its worker is gone
+        assert pool.answers(1) == [(b"c9@p", wire.CLOSE)]
+    finally:
+        arena.close()
+        pool.close()
+
+
+def test_a_large_frame_cut_short_gives_its_shared_memory_back(tmp_path: Path, big: bytes
+                                                              ) -> None:
+    arena = FrameArena(tmp_path, 0, 64 << 20)
+    try:
+        _, conn, _ = connection([b"1"], arena)
+        reads(conn, big[: len(big) // 2], 65536)
+        assert arena.used
+        conn.connection_lost(None)
+        assert not arena.used
+    finally:
+        arena.close()
+
+
+def test_a_refused_large_frame_gives_its_shared_memory_back(tmp_path: Path, big: bytes
+                                                            ) -> None:
+    arena = FrameArena(tmp_path, 0, 64 << 20)
+    try:
+        hub, conn, transport = connection([b"1"], arena)
+        hub.lanes.max_pending = 0  # the queue is full: SYSTEM_BUSY
+        reads(conn, big, 65536)
+        assert decode_frame(transport.writes[-1]).code == ResponseCode.SYSTEM_BUSY
+        assert not arena.used
+    finally:
+        arena.close()
 
 
 def test_a_large_frame_in_flight_is_kept_as_its_header_alone(big: bytes) -> None:

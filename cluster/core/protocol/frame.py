@@ -109,7 +109,7 @@ class FrameReader:
         its length word, once its header word is checked; (0, 0) before."""
         return (self._need - 4, self._size - 4) if self._size >= 8 else (0, 0)
 
-    def detach_into(self, buf: bytearray, offset: int) -> int:
+    def detach_into(self, buf: bytearray | memoryview, offset: int) -> int:
         """Copy what came of the frame being collected (:meth:`collecting`) into ``buf`` at
         ``offset`` and start afresh at the next frame: the caller reads the rest of the frame
         into ``buf`` itself. Returns the number of bytes copied."""

@@ -1,0 +1,65 @@
+"""Large frames through shared memory on a real node: one frame file per I/O worker
+process, in the node's store directory; a restarted I/O worker replaces its predecessor's,
+and the node leaves none behind."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from cluster.core.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand
+from tests.nodeproc import Conn, NodeProcess, poll_until
+from tests.unit.test_large_frames import registration
+from worker.frame_arena import PREFIX
+from worker.procs import store_dir
+
+pytestmark = pytest.mark.integration
+
+
+def frame_files(store: Path) -> list[str]:
+    return sorted(p.name for p in store.glob(f"{PREFIX}*"))
+
+
+def register(node: NodeProcess, topics: int, opaque: int) -> None:
+    conn = Conn(node.addr, timeout=30)
+    try:
+        conn.send_raw(registration(topics, opaque))
+        reply = conn.recv()
+        assert (reply.opaque, reply.code) == (opaque, ResponseCode.SUCCESS)
+        route = conn.call(RemotingCommand(code=RequestCode.GET_ROUTEINFO_BY_TOPIC, version=409,
+                                          ext_fields={"topic": f"T{topics - 1:05d}"}))
+        assert route.code == ResponseCode.SUCCESS
+    finally:
+        conn.close()
+
+
+def test_frame_files_follow_the_io_workers(tmp_path: Path) -> None:
+    node = NodeProcess(tmp_path / "n").start()
+    try:
+        assert node.proc is not None
+        store = store_dir(node.name, node.port, node.proc.pid)
+        [io] = node.workers("io")
+        assert frame_files(store) == [f"{PREFIX}0-{io.pid}"]
+        for opaque in range(1, 4):  # registrations of megabytes, one after another
+            register(node, 10_000 + opaque, opaque)
+        io.send_signal(signal.SIGKILL)
+        poll_until(lambda: [p.pid for p in node.workers("io")] not in ([], [io.pid]),
+                   timeout=20, what="I/O worker restarted")
+        [again] = node.workers("io")
+        poll_until(lambda: frame_files(store) == [f"{PREFIX}0-{again.pid}"],
+                   what="the killed worker's file replaced")
+        poll_until(lambda: _registers(node), timeout=20, what="registrations served again")
+    finally:
+        node.stop()
+    assert not store.exists()
+
+
+def _registers(node: NodeProcess) -> bool:
+    try:
+        register(node, 12_000, 9)
+    except OSError:  # the port not served yet
+        return False
+    return True
