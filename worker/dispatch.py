@@ -190,7 +190,8 @@ class Dispatcher:
             quiet = now - peer.last_seen
             if quiet > self.forget_after:
                 del self.peers[peer.ident]
-                self._release_held(peer)
+                if peer.exited:  # a process that still runs may yet read what it holds
+                    self._release_held(peer)
             elif not peer.alive:
                 continue
             elif quiet > self.hung_after or (
@@ -201,8 +202,9 @@ class Dispatcher:
         return fail, greet
 
     def _release_held(self, peer: Peer) -> None:
-        """Nothing more will be read by ``peer``: its owned frames go back. (A worker
-        forgotten while its process still runs is taken to read no more either.)"""
+        """Nothing more will be read by ``peer`` (its process exited): its owned frames go
+        back. A worker forgotten while its process still runs keeps them for good: they
+        are never rewritten, and the frame file falls back to ZeroMQ when full."""
         held, peer.held = peer.held, deque()
         for frame in held:
             if frame is not None:
