@@ -56,7 +56,9 @@ def is_route_read(frame: bytes) -> bool:
 
 @dataclass
 class Peer:
-    """A business worker; ``stale`` counts replies owed for requests already failed."""
+    """A business worker; ``stale`` has one entry per reply owed for a request already
+    failed, in order: the owned frame it answers (released when that reply comes or the
+    worker exits), else None."""
 
     ident: bytes
     last_seen: float
@@ -64,10 +66,7 @@ class Peer:
     pid: int = 0  # 0 until its hello names it
     alive: bool = True
     exited: bool = False  # its process is gone: anything still queued from it is ignored
-    stale: int = 0
-    # per stale reply owed, in order: the owned frame it answers (released when that reply
-    # comes or the worker exits), else None
-    held: deque[memoryview | None] = field(default_factory=deque)
+    stale: deque[memoryview | None] = field(default_factory=deque)
     others: int = 0  # default-lane requests in flight
     # (conn id, the frame or its head, is a route read, tag, frame size)
     inflight: deque[tuple[bytes, bytes, bool, Any, int]] = field(default_factory=deque)
@@ -122,16 +121,18 @@ class Dispatcher:
         dropped = 0
         for name in ("reads", "others"):
             queue: deque[Queued] = getattr(self, name)
-            kept = deque(item for item in queue if item[0] != conn)
-            dropped += len(queue) - len(kept)
+            kept: deque[Queued] = deque()
+            for item in queue:
+                if item[0] != conn:
+                    kept.append(item)
+                else:
+                    self.release(item[1])
+                    dropped += 1
             setattr(self, name, kept)
-            if len(kept) != len(queue):
-                for item in queue:
-                    if item[0] == conn:
-                        self._release(item[1])
         return dropped
 
-    def _release(self, frame: object) -> None:
+    def release(self, frame: object) -> None:
+        """A frame nobody will read any more: what holds it, if owned, gets it back."""
         if self.owner.owns(frame):
             self.owner.release(frame)  # type: ignore[arg-type]
 
@@ -163,9 +164,8 @@ class Dispatcher:
             return []
         peer.alive = False
         lost = [(conn, frame) for conn, frame, _, _, _ in peer.inflight]
-        peer.stale += len(lost)
         owns = self.owner.owns
-        peer.held.extend(cast(memoryview, frame) if owns(frame) else None for _, frame in lost)
+        peer.stale.extend(cast(memoryview, frame) if owns(frame) else None for _, frame in lost)
         peer.inflight.clear()
         peer.others = 0
         return lost
@@ -174,7 +174,7 @@ class Dispatcher:
         """The worker's process exited: fail it for good; returns its in-flight requests."""
         lost = self.fail(peer)
         peer.exited = True
-        self._release_held(peer)
+        self._release_stale(peer)
         peer.last_seen = now  # forgotten ``forget_after`` from now
         return lost
 
@@ -191,7 +191,7 @@ class Dispatcher:
             if quiet > self.forget_after:
                 del self.peers[peer.ident]
                 if peer.exited:  # a process that still runs may yet read what it holds
-                    self._release_held(peer)
+                    self._release_stale(peer)
             elif not peer.alive:
                 continue
             elif quiet > self.hung_after or (
@@ -201,12 +201,12 @@ class Dispatcher:
                 greet.append(peer)
         return fail, greet
 
-    def _release_held(self, peer: Peer) -> None:
+    def _release_stale(self, peer: Peer) -> None:
         """Nothing more will be read by ``peer`` (its process exited): its owned frames go
         back. A worker forgotten while its process still runs keeps them for good: they
         are never rewritten, and the frame file falls back to ZeroMQ when full."""
-        held, peer.held = peer.held, deque()
-        for frame in held:
+        stale, peer.stale = peer.stale, deque()
+        for frame in stale:
             if frame is not None:
                 self.owner.release(frame)
 
@@ -217,8 +217,7 @@ class Dispatcher:
     def finish(self, peer: Peer) -> tuple[bool, Any, int]:
         """``completed``, the tag its request was submitted with and the request's size."""
         if peer.stale:
-            peer.stale -= 1
-            held = peer.held.popleft() if peer.held else None
+            held = peer.stale.popleft()
             if held is not None:
                 self.owner.release(held)
             return False, None, 0
@@ -227,7 +226,7 @@ class Dispatcher:
         _, frame, is_read, tag, size = peer.inflight.popleft()
         if not is_read:
             peer.others -= 1
-        self._release(frame)
+        self.release(frame)
         return True, tag, size
 
     # -- dispatch ----------------------------------------------------------

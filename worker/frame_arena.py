@@ -38,6 +38,16 @@ def arena_size(frame_max: int) -> int:
     return max(256 << 20, 4 * _round_up(frame_max))
 
 
+def open_arena(store: Path, index: int, frame_max: int) -> FrameArena | None:
+    """The frame file of I/O worker ``index``; None (large frames then go through ZeroMQ)
+    when it cannot be made."""
+    try:
+        return FrameArena(store, index, arena_size(frame_max))
+    except OSError as exc:
+        log.warning("event=frame_arena_unavailable error=%r", str(exc))
+        return None
+
+
 def _round_up(n: int) -> int:
     return (n + PAGE - 1) // PAGE * PAGE
 

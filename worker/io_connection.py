@@ -186,7 +186,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._large is not None:  # a large frame cut short
-            self.hub.release(self._large)
+            self.hub.lanes.release(self._large)
             self._large = None
         self.hub.remove(self)
 

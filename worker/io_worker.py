@@ -1,4 +1,5 @@
-"""I/O worker process: owns client sockets, splits frames, feeds the business pool.
+"""The I/O worker's hub: owns client connections, splits frames, feeds the business pool
+(the process around it, sockets, timers and shutdown: ``worker.io_process``).
 
 One uvloop event loop per process. Connections use asyncio buffered Protocols; the hub
 batches complete frames to business workers over a ZeroMQ ROUTER socket with a
@@ -16,16 +17,12 @@ through its pidfd, not through its silence.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
-import signal
 import time
 from collections import Counter, deque
-from pathlib import Path
 from typing import cast
 
-import uvloop
 import zmq
 
 from cluster.core.procs import stopped_or_gone
@@ -37,16 +34,13 @@ from cluster.core.protocol.frame import (
     encode_command,
 )
 from cluster.core.protocol.peek import peek_code, without_body
-from state.store import Store
 from worker import limits, wire
 from worker.dispatch import ROUTE_CODE as ROUTE
 from worker.dispatch import Dispatcher, Peer
-from worker.frame_arena import FrameArena, arena_size
-from worker.handoff import HandoffSender, handoff_path
+from worker.frame_arena import FrameArena
+from worker.handoff import HandoffSender
 from worker.io_connection import READ_SIZE, Connection, IoConfig
-from worker.io_sources import accept, receive_handoffs, stop_receiving
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code
-from worker.procs import announce_ready, io_endpoint, start_worker_process
 from worker.route_replies import RouteReplies, header_key, learnable
 
 log = logging.getLogger("pynamesrv.io")
@@ -204,17 +198,12 @@ class Hub:
         if not self.lanes.submit(conn_id, frame, tag, is_read):
             self.m.add("system_busy")
             self.answer_error(conn_id, frame, ResponseCode.SYSTEM_BUSY, BUSY_REMARK, tag[2])
-            self.release(frame)
+            self.lanes.release(frame)
             return
         conn = self.conns.get(conn_id)
         if conn is not None:
             conn.add_pending(len(frame))
         self._schedule_flush()
-
-    def release(self, frame: bytes | bytearray | memoryview) -> None:
-        """A frame nobody will read any more: its shared memory, if any, goes back."""
-        if self.arena is not None and self.arena.owns(frame):
-            self.arena.release(cast(memoryview, frame))
 
     def answer_error(self, conn_id: bytes, frame: bytes | memoryview, code: int, remark: str,
                      t0: float | None) -> None:
@@ -383,7 +372,7 @@ class Hub:
             return
         if back:
             log.warning("event=business_worker_back peer=%s stale=%d", peer.ident.decode(),
-                        peer.stale)
+                        len(peer.stale))
         if peer.pid and peer.ident not in self.pidfds and not self.closing:
             self._watch(peer)
         if kind == wire.REPLIES:
@@ -442,84 +431,3 @@ class Hub:
 
     def idle(self) -> bool:
         return self.lanes.idle()
-
-
-def _open_arena(cfg: IoConfig) -> FrameArena | None:
-    try:
-        return FrameArena(Path(cfg.store_path), cfg.index, arena_size(cfg.frame_max))
-    except OSError as exc:  # large frames then go through ZeroMQ
-        log.warning("event=frame_arena_unavailable error=%r", str(exc))
-        return None
-
-
-async def _every(period: float, fn) -> None:  # type: ignore[no-untyped-def]
-    while True:
-        await asyncio.sleep(period)
-        fn()
-
-
-async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
-    loop = asyncio.get_running_loop()
-    router = zctx.socket(zmq.ROUTER)
-    router.setsockopt(zmq.ROUTER_MANDATORY, 1)
-    router.setsockopt(zmq.LINGER, 0)
-    router.setsockopt(zmq.SNDHWM, 100_000)
-    router.setsockopt(zmq.RCVHWM, 100_000)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(Path(cfg.run) / f"io-{cfg.index}.ipc")
-    router.bind(io_endpoint(Path(cfg.run), cfg.index))
-    store = Store.open(Path(cfg.store_path))
-    hub = Hub(cfg, loop, router, RouteReplies(store.generation_token), _open_arena(cfg))
-    loop.add_reader(router.getsockopt(zmq.FD), hub.on_router_readable)
-    server = None if cfg.large else await accept(cfg, loop, hub)
-    receiver = receive_handoffs(Path(cfg.run), loop, hub) if cfg.large else None
-    if cfg.hand_off:
-        hub.handoff = HandoffSender(handoff_path(Path(cfg.run)), hub.now)
-    stop = asyncio.Event()
-    loop.add_signal_handler(signal.SIGTERM, stop.set)
-    timers = [asyncio.ensure_future(_every(wire.HEARTBEAT_S, hub.tick)),
-              asyncio.ensure_future(_every(min(1.0, cfg.idle_timeout_s / 4),
-                                           hub.check_connections))]
-    announce_ready(zctx, Path(cfg.run), "io", cfg.index)
-    hub.pusher = Pusher(zctx, Path(cfg.run))
-    await stop.wait()
-    if server is not None:
-        server.close()
-    if receiver is not None:
-        stop_receiving(loop, receiver)
-    await _drain(hub, cfg.drain_ms / 1000)
-    hub.closing = True
-    for t in timers:
-        t.cancel()
-    for conn in list(hub.conns.values()):
-        conn.close()
-    loop.remove_reader(router.getsockopt(zmq.FD))
-    hub.unwatch_all()
-    if hub.handoff is not None:
-        hub.handoff.close()
-    if hub.pusher is not None:
-        hub.pusher.close()
-    router.close(0)
-    store.close()
-    if hub.arena is not None:
-        hub.arena.close()
-
-
-async def _drain(hub: Hub, bound_s: float) -> None:
-    deadline = hub.now() + bound_s
-    while not hub.idle() and hub.now() < deadline:
-        await asyncio.sleep(0.01)
-    if not hub.idle():
-        log.warning("event=drain_timeout pending=%d", hub.lanes.pending)
-
-
-def run(cfg: IoConfig) -> None:
-    """Process entry point."""
-    start_worker_process(cfg.parent, f"pns-io-{cfg.index}")
-    if cfg.nice:
-        os.nice(cfg.nice)
-    zctx = zmq.Context()
-    try:
-        uvloop.run(_serve(cfg, zctx))
-    finally:
-        zctx.term()

@@ -32,7 +32,7 @@ from worker.business import BusinessConfig
 from worker.business import run as run_business
 from worker.children import Child
 from worker.io_connection import IoConfig
-from worker.io_worker import run as run_io
+from worker.io_process import run as run_io
 from worker.metrics import parse_snapshot
 from worker.metrics_server import MetricsBook, MetricsServer, NodeCollector
 from worker.procs import (

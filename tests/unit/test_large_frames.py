@@ -206,7 +206,7 @@ def test_the_business_worker_answers_a_large_frame_in_order(tmp_path: Path, big:
 def test_the_business_worker_reads_a_large_frame_in_shared_memory(tmp_path: Path, big: bytes
                                                                   ) -> None:
     pool = Pool(tmp_path)
-    arena = FrameArena(tmp_path / "store", 0, 64 << 20)
+    arena = FrameArena(tmp_path / "store", 0, 64 << 20)  # where the pool's worker looks
     try:
         hub, conn, _ = connection([b"1"], arena)
         router = Router()
@@ -237,30 +237,29 @@ def test_the_business_worker_reads_a_large_frame_in_shared_memory(tmp_path: Path
         pool.close()
 
 
-def test_a_large_frame_cut_short_gives_its_shared_memory_back(tmp_path: Path, big: bytes
+@pytest.fixture
+def arena(tmp_path: Path):  # type: ignore[no-untyped-def]
+    a = FrameArena(tmp_path, 0, 64 << 20)
+    yield a
+    a.close()
+
+
+def test_a_large_frame_cut_short_gives_its_shared_memory_back(arena: FrameArena, big: bytes
                                                               ) -> None:
-    arena = FrameArena(tmp_path, 0, 64 << 20)
-    try:
-        _, conn, _ = connection([b"1"], arena)
-        reads(conn, big[: len(big) // 2], 65536)
-        assert arena.used
-        conn.connection_lost(None)
-        assert not arena.used
-    finally:
-        arena.close()
+    _, conn, _ = connection([b"1"], arena)
+    reads(conn, big[: len(big) // 2], 65536)
+    assert arena.used
+    conn.connection_lost(None)
+    assert not arena.used
 
 
-def test_a_refused_large_frame_gives_its_shared_memory_back(tmp_path: Path, big: bytes
+def test_a_refused_large_frame_gives_its_shared_memory_back(arena: FrameArena, big: bytes
                                                             ) -> None:
-    arena = FrameArena(tmp_path, 0, 64 << 20)
-    try:
-        hub, conn, transport = connection([b"1"], arena)
-        hub.lanes.max_pending = 0  # the queue is full: SYSTEM_BUSY
-        reads(conn, big, 65536)
-        assert decode_frame(transport.writes[-1]).code == ResponseCode.SYSTEM_BUSY
-        assert not arena.used
-    finally:
-        arena.close()
+    hub, conn, transport = connection([b"1"], arena)
+    hub.lanes.max_pending = 0  # the queue is full: SYSTEM_BUSY
+    reads(conn, big, 65536)
+    assert decode_frame(transport.writes[-1]).code == ResponseCode.SYSTEM_BUSY
+    assert not arena.used
 
 
 def test_a_large_frame_in_flight_is_kept_as_its_header_alone(big: bytes) -> None:

@@ -1,0 +1,101 @@
+"""An I/O worker process: its ZeroMQ router, listening socket (or hand-off receiver),
+timers and orderly shutdown around the hub (``worker.io_worker``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from pathlib import Path
+
+import uvloop
+import zmq
+
+from state.store import Store
+from worker import wire
+from worker.frame_arena import open_arena
+from worker.handoff import HandoffSender, handoff_path
+from worker.io_connection import IoConfig
+from worker.io_sources import accept, receive_handoffs, stop_receiving
+from worker.io_worker import Hub
+from worker.metrics import Pusher
+from worker.procs import announce_ready, io_endpoint, start_worker_process
+from worker.route_replies import RouteReplies
+
+log = logging.getLogger("pynamesrv.io")
+
+
+async def _every(period: float, fn) -> None:  # type: ignore[no-untyped-def]
+    while True:
+        await asyncio.sleep(period)
+        fn()
+
+
+async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
+    loop = asyncio.get_running_loop()
+    router = zctx.socket(zmq.ROUTER)
+    router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+    router.setsockopt(zmq.LINGER, 0)
+    router.setsockopt(zmq.SNDHWM, 100_000)
+    router.setsockopt(zmq.RCVHWM, 100_000)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(Path(cfg.run) / f"io-{cfg.index}.ipc")
+    router.bind(io_endpoint(Path(cfg.run), cfg.index))
+    store = Store.open(Path(cfg.store_path))
+    hub = Hub(cfg, loop, router, RouteReplies(store.generation_token),
+              open_arena(Path(cfg.store_path), cfg.index, cfg.frame_max))
+    loop.add_reader(router.getsockopt(zmq.FD), hub.on_router_readable)
+    server = None if cfg.large else await accept(cfg, loop, hub)
+    receiver = receive_handoffs(Path(cfg.run), loop, hub) if cfg.large else None
+    if cfg.hand_off:
+        hub.handoff = HandoffSender(handoff_path(Path(cfg.run)), hub.now)
+    stop = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    timers = [asyncio.ensure_future(_every(wire.HEARTBEAT_S, hub.tick)),
+              asyncio.ensure_future(_every(min(1.0, cfg.idle_timeout_s / 4),
+                                           hub.check_connections))]
+    announce_ready(zctx, Path(cfg.run), "io", cfg.index)
+    hub.pusher = Pusher(zctx, Path(cfg.run))
+    await stop.wait()
+    if server is not None:
+        server.close()
+    if receiver is not None:
+        stop_receiving(loop, receiver)
+    await _drain(hub, cfg.drain_ms / 1000)
+    hub.closing = True
+    for t in timers:
+        t.cancel()
+    for conn in list(hub.conns.values()):
+        conn.close()
+    loop.remove_reader(router.getsockopt(zmq.FD))
+    hub.unwatch_all()
+    if hub.handoff is not None:
+        hub.handoff.close()
+    if hub.pusher is not None:
+        hub.pusher.close()
+    router.close(0)
+    store.close()
+    if hub.arena is not None:
+        hub.arena.close()
+
+
+async def _drain(hub: Hub, bound_s: float) -> None:
+    deadline = hub.now() + bound_s
+    while not hub.idle() and hub.now() < deadline:
+        await asyncio.sleep(0.01)
+    if not hub.idle():
+        log.warning("event=drain_timeout pending=%d", hub.lanes.pending)
+
+
+def run(cfg: IoConfig) -> None:
+    """Process entry point."""
+    start_worker_process(cfg.parent, f"pns-io-{cfg.index}")
+    if cfg.nice:
+        os.nice(cfg.nice)
+    zctx = zmq.Context()
+    try:
+        uvloop.run(_serve(cfg, zctx))
+    finally:
+        zctx.term()
