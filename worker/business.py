@@ -27,7 +27,7 @@ from worker import wire
 from worker.context import NodeContext
 from worker.frame_arena import ArenaReader
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics
-from worker.processors import handle, on_channel_destroy
+from worker.processors import BODY_IN_PLACE, handle, on_channel_destroy
 from worker.procs import announce_ready, io_endpoint, start_worker_process
 
 log = logging.getLogger("pynamesrv.business")
@@ -135,12 +135,17 @@ class BusinessWorker:
             log.warning("event=shared_frame_unreadable channel=%s error=%r", conn.decode(),
                         str(exc))
             return wire.pack_pairs([(conn, wire.CLOSE)], wire.REPLIES)
-        return wire.pack_pairs([(conn, self.process(conn.decode(), frame))], wire.REPLIES)
+        return wire.pack_pairs([(conn, self.process(conn.decode(), frame, shared=True))],
+                               wire.REPLIES)
 
-    def process(self, channel: str, frame: bytes | memoryview) -> bytes:
-        """The encoded reply to one frame, or b"" when nothing must be sent."""
+    def process(self, channel: str, frame: bytes | memoryview, shared: bool = False) -> bytes:
+        """The encoded reply to one frame, or b"" when nothing must be sent. A ``shared``
+        frame (in an I/O worker's file, valid until this reply) keeps its body there for
+        the codes whose handlers read it in place (``BODY_IN_PLACE``)."""
         try:
-            cmd = decode_command(frame)
+            cmd = decode_command(frame, view_body=shared)
+            if shared and cmd.body is not None and cmd.code not in BODY_IN_PLACE:
+                cmd.body = bytes(cmd.body)
         except FrameError as exc:
             log.warning("event=bad_header channel=%s error=%r", channel, str(exc))
             return wire.CLOSE

@@ -115,7 +115,8 @@ def get_kvlist_by_namespace(ctx: NodeContext, cmd: RemotingCommand, channel: str
 # ---------------------------------------------------------------- broker registration
 
 def _register_body(cmd: RemotingCommand, now: int) -> register_body.RegisterBody:
-    return register_body.decode_register_body(cmd.body, _flag(cmd, "compressed"), cmd.version,
+    body = None if cmd.body is None else bytes(cmd.body)  # the full decode wants bytes
+    return register_body.decode_register_body(body, _flag(cmd, "compressed"), cmd.version,
                                               now_ms=now)
 
 
@@ -155,7 +156,7 @@ def _registration(ctx: NodeContext, cmd: RemotingCommand, now: int
     return dv, filters, table
 
 
-def _lazy_table(body: bytes, version: int, now: int, head: register_body.RegisterHead
+def _lazy_table(body: bytes | memoryview, version: int, now: int, head: register_body.RegisterHead
                 ) -> route.TopicTable:
     return route.TopicTable.of_plain(register_scan.PlainTable(body, head, version, now),
                                      lambda: register_body.topic_table_digest(body, head))
@@ -382,6 +383,10 @@ def get_node_snapshot(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer
 # ---------------------------------------------------------------- outcomes and codes
 
 RQ = RequestCode
+# Codes whose handlers read a body in an I/O worker's shared memory where it lies (as a
+# memoryview, valid only until the reply) and copy what they keep: a registration's table
+# is copied only when it is decoded, not when its digest shows it applied already.
+BODY_IN_PLACE = frozenset({RQ.REGISTER_BROKER})
 REFUSAL_CODES: dict[nsconfig.Refusal, ResponseCode] = {
     nsconfig.Refusal.BLACK_LIST: RC.NO_PERMISSION,
     nsconfig.Refusal.LINE_BREAK: RC.SYSTEM_ERROR,

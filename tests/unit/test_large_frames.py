@@ -13,22 +13,24 @@ import pytest
 import zmq
 
 from cluster.core.protocol import body_common, register_body
-from cluster.core.protocol.codes import ResponseCode
+from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import FrameReader, decode_frame, encode_command
 from cluster.core.protocol.peek import without_body
+from state import applied
 from state.store import Store
 from tests.unit.test_io_route_hits import connection, request
-from worker import wire
+from worker import processors, wire
 from worker.business import BusinessConfig, BusinessWorker
 from worker.frame_arena import FrameArena
 from worker.io_connection import LARGE_FRAME, LARGE_SHARE
 from worker.procs import io_endpoint
 
 
-def registration(topics: int, opaque: int = 1) -> bytes:
+def registration(topics: int, opaque: int = 1, counter: int = 1) -> bytes:
     configs = {f"T{i:05d}": register_body.topic_config(f"T{i:05d}") for i in range(topics)}
-    body = register_body.encode_register_body({"counter": 1, "timestamp": 1}, configs, [], False)
+    body = register_body.encode_register_body({"counter": counter, "timestamp": 1}, configs, [],
+                                              False)
     ext = {"brokerName": "b", "brokerAddr": "10.0.0.1:10911", "clusterName": "C",
            "brokerId": "0", "haServerAddr": "", "compressed": "false",
            "bodyCrc32": str(body_common.crc32_java(body))}
@@ -232,6 +234,41 @@ def test_the_business_worker_reads_a_large_frame_in_shared_memory(tmp_path: Path
         assert not arena.used
         pool.send(wire.shared_ref(os.getpid() + 1, 0, 10, b"c9@p"))  # its worker is gone
         assert pool.answers(1) == [(b"c9@p", wire.CLOSE)]
+    finally:
+        arena.close()
+        pool.close()
+
+
+def test_a_registration_in_shared_memory_is_read_where_it_lies(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its body reaches the handler as a view of the file, not copied; the pieces of its
+    table kept for the next registration are bytes; other codes get their body as bytes."""
+    bodies: list[tuple[int, type]] = []
+    for code in (RequestCode.REGISTER_BROKER, RequestCode.PUT_KV_CONFIG):
+        def spy(ctx: Any, cmd: RemotingCommand, channel: str, peer: str,
+                handler: Any = processors.HANDLERS[code]) -> Any:
+            bodies.append((cmd.code, type(cmd.body)))
+            return handler(ctx, cmd, channel, peer)
+        monkeypatch.setitem(processors.HANDLERS, code, spy)
+    pool = Pool(tmp_path)
+    arena = FrameArena(tmp_path / "store", 0, 64 << 20)
+    kv = encode_command(RemotingCommand(code=RequestCode.PUT_KV_CONFIG, opaque=7, ext_fields={
+        "namespace": "N", "key": "k", "value": "v"}, body=b"x" * LARGE_FRAME))
+    try:
+        for frame in (registration(3000, 1, 1), registration(3001, 2, 2),
+                      registration(3002, 3, 3), kv):
+            extent = arena.alloc(len(frame) - 4)
+            assert extent is not None
+            extent[:] = frame[4:]
+            pool.send(wire.shared_ref(os.getpid(), arena.offset(extent), len(extent), b"c1@p"))
+            [(_, reply)] = pool.answers(1)
+            assert decode_frame(reply).code == ResponseCode.SUCCESS
+            arena.release(extent)
+        memo = applied._APPLIED_MEMO["b"]  # the third table was read piece by piece
+        assert len(memo.queues) == 3002 and list(memo.delta_queues) == ["T03001"]
+        assert memo.pieces is not None and type(memo.pieces.body) is bytes
+        assert decode_frame(registration(3002, 3, 3)).body == memo.pieces.body
+        assert bodies == [(103, memoryview)] * 3 + [(100, bytes)]
     finally:
         arena.close()
         pool.close()

@@ -359,3 +359,24 @@ def test_a_topic_read_alone_must_not_also_be_known_in_the_same_table() -> None:
     body = body.replace(b'"B2"', b'"B"')
     assert register_body.decode_register_queues(body, False, 409)["B"] == (2, 16, 0, 16)
     assert plain(body).diff(known) is None
+
+
+def test_a_table_seen_through_a_view_keeps_bytes_and_reads_as_bytes() -> None:
+    cfgs = {f"T{i}": register_body.topic_config(f"T{i}") for i in range(64)}
+    body = register_body.encode_register_body({"counter": 1, "timestamp": 1}, cfgs, [], False)
+    view = memoryview(bytearray(body))
+    head = register_body.register_head(view, False, 409)
+    assert head == register_body.register_head(body, False, 409) and head is not None
+    assert register_body.topic_table_digest(view, head) == \
+        register_body.topic_table_digest(body, head)
+    old = register_scan.PlainTable(view, head, 409, None)
+    known = old.known(old.queues())
+    assert known is not None and type(known.body) is bytes and known.body == body
+    cfgs["T7"] = register_body.topic_config("T7", perm=4)
+    changed = register_body.encode_register_body({"counter": 2, "timestamp": 1}, cfgs, [],
+                                                 False)
+    new_head = register_body.register_head(changed, False, 409)
+    assert new_head is not None
+    diff = register_scan.PlainTable(memoryview(changed), new_head, 409, None).diff(known)
+    assert diff is not None and diff.changed() == {"T7": (4, 16, 0, 16)}
+    assert type(diff.body) is bytes and diff.body == changed  # what KnownPieces.learn keeps

@@ -155,26 +155,31 @@ def check_header_word(word: int, total: int, max_header: int = MAX_HEADER_LENGTH
         raise FrameTooLarge(f"header length {hlen} above the limit {max_header}")
 
 
-def split_frame(frame: bytes | memoryview) -> tuple[SerializeType, bytes, bytes | None]:
+def split_frame(frame: bytes | memoryview, *, view_body: bool = False
+                ) -> tuple[SerializeType, bytes, bytes | memoryview | None]:
     """(serialize type, header bytes, body or None) of one frame without its length word.
-    A frame seen through a memoryview is copied once, into its header and body."""
+    A frame seen through a memoryview is copied once, into its header and body; with
+    ``view_body`` its body stays a view of the frame."""
     if len(frame) < 4:
         raise _bad("frame shorter than its header word")
     (word,) = _U32.unpack_from(frame, 0)
     check_header_word(word, len(frame))
     hlen = word & HEADER_LENGTH_MASK
-    body = bytes(frame[4 + hlen :])  # bytes() of a bytes slice is that slice, not a copy
+    rest = frame[4 + hlen :]
+    # bytes() of a bytes slice is that slice, not a copy
+    body = rest if view_body and type(rest) is memoryview else bytes(rest)
     return _STYPES[word >> STYPE_SHIFT], bytes(frame[4 : 4 + hlen]), (body or None)
 
 
-def decode_command(frame: bytes | memoryview) -> RemotingCommand:
-    """Decode one frame (no length word). Raises FrameError on a malformed header."""
-    stype, header, body = split_frame(frame)
+def decode_command(frame: bytes | memoryview, *, view_body: bool = False) -> RemotingCommand:
+    """Decode one frame (no length word). Raises FrameError on a malformed header.
+    ``view_body``: a frame seen through a memoryview keeps its body there (not copied)."""
+    stype, header, body = split_frame(frame, view_body=view_body)
     if stype is SerializeType.JSON:
         cmd = _decode_json_header(header)
     else:
         cmd = _decode_binary_header(header)
-    cmd.body = body
+    cmd.body = body  # type: ignore[assignment]  # a view only with view_body (for its handler)
     cmd.serialize_type = stype
     return cmd
 

@@ -219,7 +219,7 @@ class RegisterHead:
 
 
 def register_head(
-    body: bytes | None, compressed: bool, version: int, *, now_ms: int | None = None
+    body: bytes | memoryview | None, compressed: bool, version: int, *, now_ms: int | None = None
 ) -> RegisterHead | None:
     """DataVersion and filter servers of a body laid out as fastjson writes it
     (``{"filterServerList":…,"topicConfigSerializeWrapper":{"dataVersion":{…},…``),
@@ -239,7 +239,7 @@ def register_head(
     return RegisterHead(dv, filters, m.end())
 
 
-def topic_table_digest(body: bytes, head: RegisterHead) -> str:
+def topic_table_digest(body: bytes | memoryview, head: RegisterHead) -> str:
     """Digest of the body after the head's DataVersion: equal digests, equal topic tables.
 
     XXH3 (128 bits) reads a 1.5 MB table in 0.03 ms, SHA-256 in 0.8. It is no cryptographic
