@@ -166,8 +166,7 @@ def split_frame(frame: bytes | memoryview, *, view_body: bool = False
     check_header_word(word, len(frame))
     hlen = word & HEADER_LENGTH_MASK
     rest = frame[4 + hlen :]
-    # bytes() of a bytes slice is that slice, not a copy
-    body = rest if view_body and type(rest) is memoryview else bytes(rest)
+    body = rest if view_body else bytes(rest)  # bytes() of a bytes slice is that slice
     return _STYPES[word >> STYPE_SHIFT], bytes(frame[4 : 4 + hlen]), (body or None)
 
 

@@ -113,12 +113,11 @@ class KnownPieces:
 class PlainTable:
     """The topic table of a plain JSON body whose head :func:`register_body.register_head` read."""
 
-    __slots__ = ("_raw", "_bytes", "_start", "_version", "_now_ms", "_named", "_pieces")
+    __slots__ = ("_raw", "_start", "_version", "_now_ms", "_named", "_pieces")
 
     def __init__(self, body: bytes | memoryview, head: RegisterHead, version: int,
                  now_ms: int | None) -> None:
         self._raw = body  # a memoryview is read in place until something must be kept
-        self._bytes: bytes | None = None
         self._start = head.table_offset
         self._version = version
         self._now_ms = now_ms
@@ -128,10 +127,9 @@ class PlainTable:
     @property
     def _body(self) -> bytes:
         """The body as bytes, copied from a view on first use (what the pieces keep)."""
-        if self._bytes is None:
-            self._bytes = bytes(self._raw)
-            self._raw = self._bytes
-        return self._bytes
+        if type(self._raw) is not bytes:
+            self._raw = bytes(self._raw)
+        return self._raw
 
     def queues(self) -> dict[str, QueueFields]:
         """The full decode (:func:`register_body.decode_register_queues`, same BodyErrors)."""
