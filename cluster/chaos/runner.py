@@ -100,20 +100,33 @@ def client_timeout(timing: Timing) -> float:
     return max(1.0, min(3.0, timing.heartbeat_s))
 
 
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt in the main thread, so cleanup runs the same way."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+class Interrupts:
+    """Ctrl-C and SIGTERM raise KeyboardInterrupt in the main thread, so cleanup runs the same
+    way, and are remembered: ``check`` raises again, so an interrupt is never lost even when
+    it lands in code that swallows it (a finalizer run by the garbage collector)."""
 
-    def handler(_signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
+    def __init__(self) -> None:
+        self.seen = threading.Event()
+
+    @contextlib.contextmanager
+    def raising(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handler(_signum: int, _frame: Any) -> None:
+            self.seen.set()
+            raise KeyboardInterrupt
+        old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, was in old.items():
+                signal.signal(sig, was)
+
+    def check(self) -> None:
+        if self.seen.is_set():
+            raise KeyboardInterrupt
 
 
 class ChaosRun:
@@ -145,6 +158,7 @@ class ChaosRun:
         self.t0 = 0.0  # history time the schedule starts at (after the load is ready)
         self._next_sample = 0.0
         self._next_progress = PROGRESS_EVERY_S
+        self.interrupts = Interrupts()
 
     # ------------------------------------------------------------------ run
 
@@ -159,8 +173,9 @@ class ChaosRun:
             self.echo(f"  load {line}")
         report = ChaosReport(self.schedule, [], self.opts.out_dir)
         try:
-            with sigterm_as_interrupt():
+            with self.interrupts.raising():
                 self._execute()
+                self.interrupts.check()
         except KeyboardInterrupt:
             report.interrupted = True
             self.echo("chaos: interrupted, cleaning up")
@@ -168,7 +183,7 @@ class ChaosRun:
             report.error = f"{type(exc).__name__}: {exc}"
             self.echo(f"chaos: error: {report.error}")
         finally:
-            with sigterm_as_interrupt():
+            with self.interrupts.raising():
                 try:
                     self._cleanup()
                     self._audit(report)
@@ -302,6 +317,7 @@ class ChaosRun:
         assert self.history is not None
         stop = threading.Event()
         while (left := t - self.history.now()) > 0:
+            self.interrupts.check()
             self._housekeeping()
             stop.wait(min(left, SAMPLE_EVERY_S))
         self._housekeeping()
