@@ -67,9 +67,13 @@ def header_key(frame: bytes) -> tuple[HeaderKey, bytes] | None:
 class Template:
     """A reply split around its opaque. ``lead`` is the length word, the header word and
     the header bytes before the opaque, for an opaque of ``width`` bytes (the last length
-    rendered); ``rest`` the header bytes after the opaque, then the body."""
+    rendered); ``rest`` the header bytes after the opaque, then the body.
 
-    __slots__ = ("code", "total", "word", "lead", "width", "rest")
+    Lookups whose replies are equal but for the opaque share one template (``ident``): the
+    topics of a cluster whose brokers carry them all have the same route, so the replies a
+    worker reads from are few and stay in the CPU's caches."""
+
+    __slots__ = ("code", "total", "word", "lead", "width", "rest", "ident", "uses")
 
     def __init__(self, code: int, total: int, word: int, head: bytes, rest: bytes) -> None:
         self.code = code    # the reply's response code
@@ -78,6 +82,8 @@ class Template:
         self.lead = _PREFIX.pack(total, word) + head
         self.width = 0
         self.rest = rest
+        self.ident = (self.lead, rest)  # the reply but for its opaque
+        self.uses = 0  # keys of the cache that answer with it
 
     @property
     def size(self) -> int:
@@ -146,7 +152,8 @@ def template_of(reply: bytes) -> Template | None:
 
 
 class RouteReplies:
-    """Templates of one store generation; bounded in bytes (the oldest eighth goes first)."""
+    """Templates of one store generation; bounded in bytes (the oldest eighth of the keys goes
+    first). A key costs its length, a template its size once however many keys share it."""
 
     def __init__(self, generation: Callable[[], bytes | None], max_bytes: int = MAX_BYTES) -> None:
         self._read_generation = generation
@@ -154,6 +161,7 @@ class RouteReplies:
         self.max_bytes = max_bytes
         self.size = 0
         self.templates: dict[HeaderKey, Template] = {}
+        self._shared: dict[tuple[bytes, bytes], Template] = {}
 
     def refresh(self) -> None:
         """Re-read the store generation; a new one empties the cache."""
@@ -161,6 +169,7 @@ class RouteReplies:
         if gen != self.generation:
             self.generation = gen
             self.templates.clear()
+            self._shared.clear()
             self.size = 0
 
     def learn(self, key: HeaderKey, generation: bytes | None, reply: bytes) -> None:
@@ -168,10 +177,22 @@ class RouteReplies:
         if generation != self.generation or key in self.templates:
             return
         t = template_of(reply)
-        if t is None or t.size > self.max_bytes:
+        if t is None or len(key) + t.size > self.max_bytes:
             return
-        while self.templates and self.size + t.size > self.max_bytes:
+        while self.templates and self.size + len(key) + t.size > self.max_bytes:
             for k in list(self.templates)[: max(1, len(self.templates) // 8)]:
-                self.size -= self.templates.pop(k).size
+                self._forget(k)
+        t = self._shared.setdefault(t.ident, t)
+        if not t.uses:
+            self.size += t.size
+        t.uses += 1
         self.templates[key] = t
-        self.size += t.size
+        self.size += len(key)
+
+    def _forget(self, key: HeaderKey) -> None:
+        t = self.templates.pop(key)
+        self.size -= len(key)
+        t.uses -= 1
+        if not t.uses:
+            del self._shared[t.ident]
+            self.size -= t.size

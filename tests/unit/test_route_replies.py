@@ -112,10 +112,41 @@ def test_a_template_serves_only_its_generation() -> None:
 def test_the_cache_is_bounded_in_bytes() -> None:
     cache = RouteReplies(Generations(), max_bytes=2000)
     cache.refresh()
-    body = b"x" * 300
     for i in range(20):
         key, _ = header_key(request(1, topic=f"T{i}"))  # type: ignore[misc]
-        cache.learn(key, b"1", reply_to(1, SerializeType.JSON, body))
+        cache.learn(key, b"1", reply_to(1, SerializeType.JSON, bytes([65 + i]) * 300))
     assert 0 < cache.size <= 2000 and len(cache.templates) < 20
     newest, _ = header_key(request(1, topic="T19"))  # type: ignore[misc]
     assert newest in cache.templates
+
+
+def test_lookups_with_equal_replies_share_one_template_counted_once() -> None:
+    cache = RouteReplies(Generations(), max_bytes=8000)
+    cache.refresh()
+    same, other = b"s" * 1000, b"o" * 1000
+    keys = [header_key(request(1, topic=f"T{i}"))[0] for i in range(30)]  # type: ignore[index]
+    for i, key in enumerate(keys):
+        cache.learn(key, b"1", reply_to(1, SerializeType.JSON, other if i == 7 else same))
+    assert len(cache.templates) == 30 and len({id(t) for t in cache.templates.values()}) == 2
+    assert cache.size == sum(map(len, keys)) + sum(
+        t.size for t in {id(t): t for t in cache.templates.values()}.values())
+    for i, key in enumerate(keys):  # each still answers its own reply, with its own opaque
+        body = other if i == 7 else same
+        assert answer(cache, key, str(i).encode()) == reply_to(i, SerializeType.JSON, body)
+
+
+def test_a_shared_template_goes_with_the_last_key_that_uses_it() -> None:
+    cache = RouteReplies(Generations(), max_bytes=3000)
+    cache.refresh()
+    first = header_key(request(1, topic="A"))[0]  # type: ignore[index]
+    cache.learn(first, b"1", reply_to(1, SerializeType.JSON, b"a" * 1200))
+    cache.learn(header_key(request(1, topic="B"))[0], b"1",  # type: ignore[index]
+                reply_to(1, SerializeType.JSON, b"a" * 1200))
+    before = cache.size
+    for i in range(8):  # different replies: the oldest keys, then their template, make room
+        key = header_key(request(1, topic=f"N{i}"))[0]  # type: ignore[index]
+        cache.learn(key, b"1", reply_to(1, SerializeType.JSON, bytes([66 + i]) * 1200))
+        assert cache.size <= 3000
+    assert first not in cache.templates and before > 0
+    live = {id(t): t for t in cache.templates.values()}
+    assert cache.size == sum(map(len, cache.templates)) + sum(t.size for t in live.values())
