@@ -106,7 +106,7 @@ class Interrupts:
     it lands in code that swallows it (a finalizer run by the garbage collector)."""
 
     def __init__(self) -> None:
-        self.seen = threading.Event()
+        self.seen = False  # a flag, not a lock-based Event: set from a signal handler
 
     @contextlib.contextmanager
     def raising(self) -> Iterator[None]:
@@ -115,7 +115,7 @@ class Interrupts:
             return
 
         def handler(_signum: int, _frame: Any) -> None:
-            self.seen.set()
+            self.seen = True
             raise KeyboardInterrupt
         old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
@@ -125,7 +125,7 @@ class Interrupts:
                 signal.signal(sig, was)
 
     def check(self) -> None:
-        if self.seen.is_set():
+        if self.seen:
             raise KeyboardInterrupt
 
 
@@ -315,11 +315,10 @@ class ChaosRun:
 
     def _wait_until(self, t: float) -> None:
         assert self.history is not None
-        stop = threading.Event()
         while (left := t - self.history.now()) > 0:
             self.interrupts.check()
             self._housekeeping()
-            stop.wait(min(left, SAMPLE_EVERY_S))
+            time.sleep(min(left, SAMPLE_EVERY_S))
         self._housekeeping()
 
     def _housekeeping(self) -> None:
