@@ -18,9 +18,10 @@ from cluster.chaos import cli as chaos_cli
 from cluster.cli import node as node_cli
 from cluster.client import cli as client_cli
 from cluster.core.errors import UserError
+from cluster.peers import cli as peer_cli
 
 COMMAND_MODULES: tuple[ModuleType, ...] = (
-    node_cli, bench_cli, supervisor.cli, audit_cli, client_cli, chaos_cli)
+    node_cli, bench_cli, supervisor.cli, audit_cli, client_cli, chaos_cli, peer_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:
