@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cluster.bench.runner import find_rmqload, measure
 from cluster.bench.workloads import DEFAULT, WORKLOADS
+from cluster.core.durations import duration, go_duration
 from cluster.core.errors import UserError
 
 
@@ -22,10 +23,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--java", action="store_true",
                    help="also measure the real Java NameServer 4.9.8 (../shared/java-rocketmq, "
                         "1 GB heap), same workloads, same run")
-    p.add_argument("--java-warmup", default="30s",
+    p.add_argument("--java-warmup", type=duration, default=30.0,
                    help="warm-up for the Java side (its JIT needs it; default 30s)")
-    p.add_argument("--warmup", default="3s")
-    p.add_argument("--duration", default="10s")
+    p.add_argument("--warmup", type=duration, default=3.0, help="warm-up per workload (3s)")
+    p.add_argument("--duration", type=duration, default=10.0,
+                   help="measured time per workload (10s)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="node setting for the fresh node (e.g. businessWorkers=2)")
     p.add_argument("--rmqload", help="path to an rmqload binary")
@@ -56,8 +58,8 @@ def _run(args: argparse.Namespace) -> int:
             targets.append("java")
         for target in targets:
             warmup = args.java_warmup if target == "java" else args.warmup
-            r = measure(binary, WORKLOADS[name], target, props, warmup, args.duration,
-                        args.addr)
+            r = measure(binary, WORKLOADS[name], target, props, go_duration(warmup),
+                        go_duration(args.duration), args.addr)
             results.append(r)
             if not args.json:
                 print(_row(r), flush=True)
