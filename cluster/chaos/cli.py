@@ -105,9 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     cfg = planned_cluster(args.config)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"chaos-out/{args.scenario}-{_seed(args)}-{stamp}")
-    opts = _options(args, cfg, out)
-    plan_schedule(opts, cfg)  # a too short duration is refused before anything is made
-    report = run_chaos(opts)
+    report = run_chaos(_options(args, cfg, out))  # a too short duration: refused, nothing made
     if report.interrupted:
         return 130
     return 0 if report.ok else 1

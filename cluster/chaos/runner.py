@@ -467,8 +467,9 @@ def summary_text(report: ChaosReport, opts: ChaosOptions) -> str:
         lines.append(f"{tag} {r.kind:<8} {r.name:<26} {r.summary}")
         if not r.ok:
             lines += [f"       evidence: {orjson.dumps(ev).decode()[:400]}" for ev in r.evidence]
-    lines.append(f"RESULT: {'PASS' if report.ok else 'FAIL'} "
-                 f"(replay: --scenario {s.scenario} --seed {opts.seed})")
+    given = "" if opts.config is None else f" -c {opts.config}"
+    lines.append(f"RESULT: {'PASS' if report.ok else 'FAIL'} (replay: --scenario {s.scenario} "
+                 f"--seed {opts.seed} --duration {opts.duration_s:g}s{given})")
     return "\n".join(lines) + "\n"
 
 
