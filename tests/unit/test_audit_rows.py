@@ -281,6 +281,10 @@ def test_restarts_are_told_by_a_seq_not_above_the_last_answered_one() -> None:
     assert watch.check("n1", None, "timeout after 1s") == (None, "timeout after 1s")
     assert watch.check("n1", {**body, "seq": 1}, None)[1] is None  # the outage was recorded
     assert watch.check("n1", {"takenAt": 1, "tables": {}}, None)[1] is None  # no seq: no claim
+    assert watch.check("n3", {**body, "run": 100, "seq": 40}, None)[1] is None
+    # A young node that restarted and served more snapshots since than before: its run tells.
+    assert watch.check("n3", {**body, "run": 700, "seq": 41}, None) == (
+        None, "restarted since the previous round (snapshot seq 40 -> 41)")
 
 
 def test_collect_with_every_node_down_warns_and_exits_1(
