@@ -11,6 +11,7 @@ from pathlib import Path
 from cluster.bench.compare import compare, ratio_lines
 from cluster.bench.runner import JAVA_HEAP, JAVA_PREFIX, find_rmqload, measure
 from cluster.bench.workloads import DEFAULT, WORKLOADS
+from cluster.core.durations import duration, go_duration
 from cluster.core.errors import UserError
 from cluster.peers.catalog import RELEASES
 
@@ -31,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --java: which releases (repeatable; default: "
                         f"{', '.join(JAVA_DEFAULT)})")
     p.add_argument("--java-heap", default=JAVA_HEAP, help=f"Java heap (default {JAVA_HEAP})")
-    p.add_argument("--java-warmup", default="30s",
+    p.add_argument("--java-warmup", type=duration, default=30.0,
                    help="warm-up for the Java side (its JIT needs it; default 30s)")
     p.add_argument("--rust", action="store_true",
                    help="also measure the Rust NameServer (crates.io rocketmq-namesrv; "
@@ -39,8 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rounds", type=int, default=1,
                    help="run every target this many times, in alternating order; report "
                         "medians and the spread (default 1)")
-    p.add_argument("--warmup", default="3s")
-    p.add_argument("--duration", default="10s")
+    p.add_argument("--warmup", type=duration, default=3.0, help="warm-up per workload (3s)")
+    p.add_argument("--duration", type=duration, default=10.0,
+                   help="measured time per workload (10s)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="node setting for the fresh node (e.g. businessWorkers=2)")
     p.add_argument("--rmqload", help="path to an rmqload binary")
@@ -82,8 +84,8 @@ def _run(args: argparse.Namespace) -> int:
             shift = round_no % len(targets)
             for target in targets[shift:] + targets[:shift]:  # alternate the order per round
                 warmup = args.java_warmup if target.startswith(JAVA_PREFIX) else args.warmup
-                r = measure(binary, WORKLOADS[name], target, props, warmup, args.duration,
-                            args.addr, args.java_heap)
+                r = measure(binary, WORKLOADS[name], target, props, go_duration(warmup),
+                            go_duration(args.duration), args.addr, args.java_heap)
                 r["round"] = round_no
                 results.append(r)
                 if not args.json:
