@@ -81,10 +81,11 @@ def report(result: FanoutResult, args: argparse.Namespace, ok: Lines,
     stdout has mqadmin's lines only (a failed node's ``failed`` line where mqadmin prints
     one); each failed node's error is one line on stderr. Exit 1 when any node failed.
     """
+    outcomes = in_order(result, order or args.node_set.addrs)
     if args.json:
-        print(dump({a: outcome_doc(o) for a, o in in_order(result, order or args.node_set.addrs)}))
+        print(dump({a: outcome_doc(o) for a, o in outcomes}))
         return 0 if result.all_ok else 1
-    for addr, outcome in in_order(result, order or args.node_set.addrs):
+    for addr, outcome in outcomes:
         if outcome.ok:
             emit(ok(addr, outcome.value))
             continue
@@ -330,7 +331,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = _verb(sub, "topicRoute", topic_route, "show a topic's route")
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-l", "--list", action="store_true", help="as a table")
-    _verb(sub, "topicList", topic_list, "list every topic")
+    _verb(sub, "topicList", topic_list, "list every topic (mqadmin's -c cluster model is not "
+          "supported); the cluster file is --config here", short_config=False)
     p = _verb(sub, "topicClusterList", topic_cluster_list, "clusters that serve a topic")
     p.add_argument("-t", "--topic", required=True)
     for name, fn, help_text, needs_value in (
