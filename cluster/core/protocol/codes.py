@@ -37,6 +37,9 @@ class RequestCode(IntEnum):
     # pynamesrv extension, outside the range RocketMQ uses: a consistent
     # point-in-time snapshot of one node's tables (see README "Snapshots").
     GET_NODE_SNAPSHOT = 60001
+    # pynamesrv extension: digests of the node's tables, with drill-down on mismatch
+    # (docs/architecture.md "Digest request").
+    GET_NODE_DIGEST = 60002
 
 
 class ResponseCode(IntEnum):
