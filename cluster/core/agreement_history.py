@@ -12,7 +12,7 @@ the window are dropped. A divergent segment keeps a sample of its differences
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cluster.core.divergence_watch import Round
 
@@ -105,3 +105,8 @@ class History:
         horizon = now - self.window_s
         for lane, segs in self.lanes.items():
             self.lanes[lane] = [s for s in segs if s.end >= horizon]
+
+    def copy(self) -> History:
+        """A copy that later ``add`` calls on this one leave alone."""
+        lanes = {lane: [replace(s) for s in segs] for lane, segs in self.lanes.items()}
+        return History(self.window_s, self.sample, lanes, self.started_at, self.last_agreed_at)
