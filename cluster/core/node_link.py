@@ -16,11 +16,10 @@ import time
 
 import orjson
 
-from cluster.core.protocol.codes import DEFAULT_MAX_FRAME, ResponseCode
+from cluster.core.protocol.codes import DEFAULT_MAX_FRAME, ORIGIN_FIELD, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import FrameError, FrameReader, decode_command, encode_command
 
-ORIGIN_FIELD = "pynamesrvOrigin"
 RECV_CHUNK = 1 << 16
 _opaques = itertools.count(1)
 

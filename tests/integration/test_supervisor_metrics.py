@@ -89,9 +89,16 @@ def _check(client: ControlClient, proc: subprocess.Popen[bytes], http: int,
         assert s[(state, frozenset({("node", node), ("state", "failed")}))] == 0
         assert s[("pynamesrv_supervisor_node_restarts_total", frozenset({("node", node)}))] == 0
     assert 0 < s[probe] < 5
+    answering = ("pynamesrv_divergence_node_answering", frozenset({("node", "n1")}))
+    s = poll_until(lambda: (m := scrape(url)).get(answering) == 1 and m, 30, 0.2,
+                   "a divergence round on /metrics")
+    assert s[("pynamesrv_divergence_since_agreement_seconds", frozenset())] == 0
+    assert s[("pynamesrv_divergence_entries", frozenset({("table", "topic")}))] == 0
     for port in metrics_ports:  # `up` renders metricsPort into each node's properties
         node = scrape(f"http://127.0.0.1:{port}/metrics")
         assert ("pynamesrv_store_generation", frozenset()) in node
+        poll_until(lambda p=port: {"probe", "status"} <= _origins(p), 30, 0.2,
+                   "probes and digests counted apart from client traffic")
 
     n1 = next(n for n in nodes() if n["name"] == "n1")
     os.kill(n1["pid"], signal.SIGKILL)
@@ -99,6 +106,11 @@ def _check(client: ControlClient, proc: subprocess.Popen[bytes], http: int,
     poll_until(lambda: scrape(url).get(restarts) == 1, 60, 0.2, "restart on /metrics")
     poll_until(lambda: _serving(f"http://127.0.0.1:{metrics_ports[0]}/metrics"), 60, 0.5,
                "restarted node serving /metrics")
+
+
+def _origins(port: int) -> set[str]:
+    node = scrape(f"http://127.0.0.1:{port}/metrics")
+    return {dict(ls)["origin"] for (n, ls) in node if n == "pynamesrv_requests_total"}
 
 
 def _serving(url: str) -> bool:

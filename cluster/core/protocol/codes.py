@@ -42,6 +42,14 @@ class RequestCode(IntEnum):
     GET_NODE_DIGEST = 60002
 
 
+# pynamesrv extension: the extField a monitoring request names its sender in, so a node
+# counts it apart from client traffic (``pynamesrv_requests_total{origin}``); any other
+# value, or none, counts as ``client``.
+ORIGIN_FIELD = "pynamesrvOrigin"
+ORIGINS = frozenset({"probe", "status", "audit"})
+CLIENT_ORIGIN = "client"
+
+
 class ResponseCode(IntEnum):
     SUCCESS = 0
     SYSTEM_ERROR = 1
