@@ -26,8 +26,11 @@ Units = dict[str, dict[str, str]]
 
 
 class DigestSource(Protocol):
-    name: str
-    kind: str  # "digest" (asked with GET_NODE_DIGEST) or how its tables are read
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str:
+        """"digest" (asked with GET_NODE_DIGEST), else how the tables are read."""
 
     def summary(self, timeout: float, heartbeats: bool = False) -> dict[str, Any]: ...
     def drill(self, table: str, buckets: frozenset[int], timeout: float) -> Units: ...
