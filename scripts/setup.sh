@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepare a checkout: .venv with pynamesrv and its dev + spark extras, Java 17 for PySpark,
-# and Debian's chromium for the page tests (PYNAMESRV_NO_BROWSER=1 skips it).
+# Debian's chromium for the page tests (PYNAMESRV_NO_BROWSER=1 skips it) and Debian's
+# prometheus for promtool and the dashboard check (PYNAMESRV_NO_PROMETHEUS=1 skips it).
 # Safe to run again: it only installs what is missing or changed.
 set -euo pipefail
 
@@ -85,8 +86,29 @@ install_browser() {
   fi
 }
 
+install_prometheus() {
+  # promtool checks the shipped alert rules, the Prometheus server the Grafana dashboard's
+  # queries (tests/unit/test_monitoring.py, tests/integration/test_supervisor_metrics.py);
+  # both skip without them. Debian's package, the server not started.
+  [ -z "${PYNAMESRV_NO_PROMETHEUS:-}" ] || return 0
+  if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then
+    return 0
+  fi
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo="sudo -n"
+  fi
+  say "installing Debian's prometheus (promtool) for the monitoring checks"
+  if ! { $sudo apt-get update -qq &&
+         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+           prometheus >/dev/null; }; then
+    say "could not install prometheus; the monitoring checks will skip"
+  fi
+}
+
 make_venv
 install_package
 install_java
 install_browser
+install_prometheus
 say "ready: $VENV"
