@@ -8,6 +8,7 @@ to the entries it disagreed on (``/keys?lane=NODE&at=START``).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from cluster.core.agreement_history import AGREE, CLUSTER, DIVERGE, SILENT, Segment
@@ -35,7 +36,7 @@ def duration(s: float) -> str:
 def _bars(lane: str, segs: list[Segment], start: float, end: float) -> list[dict[str, Any]]:
     span = max(1.0, end - start)
     out = []
-    for s in segs:
+    for s in _closed(segs, end):
         a, b = max(s.start, start), min(max(s.end, s.start), end)
         x = (a - start) / span * WIDTH
         w = max(2.0, (b - a) / span * WIDTH)
@@ -51,9 +52,15 @@ def _bars(lane: str, segs: list[Segment], start: float, end: float) -> list[dict
     return out
 
 
+def _closed(segs: list[Segment], now: float) -> list[Segment]:
+    """The segments with the last one lasting until ``now`` (it goes on)."""
+    return [*segs[:-1], replace(segs[-1], end=max(segs[-1].end, now))] if segs else []
+
+
 def _summary(segs: list[Segment], now: float) -> str:
     if not segs:
         return "no rounds yet"
+    segs = _closed(segs, now)
     last = segs[-1]
     diverged = [s for s in segs if s.state == DIVERGE]
     text = f"{STATE_TEXT.get(last.state, last.state)} since {_clock(last.start)}"

@@ -136,9 +136,11 @@ class StatusPage:
         host, port = str(self.server.server_address[0]), int(self.server.server_address[1])
         return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
 
-    def start(self) -> None:
+    def start(self, gather: bool = True) -> None:
+        """Serve; ``gather=False`` serves whatever is published on the board by hand."""
         self._thread.start()
-        self.gatherer.start()
+        if gather:
+            self.gatherer.start()
 
     def close(self) -> None:
         self.gatherer.close()
