@@ -20,10 +20,8 @@ from cluster.core.protocol.digest_body import (
     DigestQuery,
     Subs,
     TableDigest,
-    bucket_of,
     canonical,
     summary_reply,
-    unit_digests,
 )
 from state.snapshot import CANONICAL, QUEUE_FIELDS
 from state.store import Store, Txn
@@ -71,23 +69,26 @@ class DigestCache:
         return d
 
 
-def _summaries(t: Txn, cache: DigestCache) -> dict[str, Any]:
+def _refresh(t: Txn, cache: DigestCache) -> None:
+    """Bring every table digest to this transaction's state."""
     generation = t.generation()
     stale = [tb for tb in TABLES if tb in UNCACHED or generation != cache.generation]
     for table in stale:
         cache.table(table).refresh(t.items_raw(table))
     cache.generation = generation
+
+
+def _summaries(t: Txn, cache: DigestCache) -> dict[str, Any]:
+    _refresh(t, cache)
     out = {table: cache.table(table).as_json() for table in TABLES}
     out["broker"]["rows"] = sum(len(bd["brokerAddrs"]) for _, bd in t.items("broker"))
     return out
 
 
-def _drill(t: Txn, table: str, buckets: frozenset[int]) -> dict[str, Any]:
-    """Decodes only the entries in the asked buckets."""
-    canon = _Canon()
-    wanted = ((key, canon.subs(table, raw)) for key, raw in t.items_raw(table)
-              if bucket_of(key) in buckets)
-    return {"table": table, "units": unit_digests(table, wanted)}
+def _drill(t: Txn, table: str, buckets: frozenset[int], cache: DigestCache) -> dict[str, Any]:
+    """From the kept hashes, brought up to date first."""
+    _refresh(t, cache)
+    return {"table": table, "units": cache.table(table).units_in(buckets)}
 
 
 def _values(t: Txn, table: str, units: tuple[tuple[str, str], ...]) -> dict[str, Any]:
@@ -112,7 +113,7 @@ def answer(store: Store, node: str, now: int, query: DigestQuery,
         if query.table is not None and query.units:
             return _values(t, query.table, query.units)
         if query.table is not None:
-            return _drill(t, query.table, query.buckets)
+            return _drill(t, query.table, query.buckets, cache)
         beats = ({addr: live["lastUpdateTimestamp"] for addr, live in t.items("live")}
                  if query.heartbeats else None)
         return summary_reply(node, now, _summaries(t, cache), beats)

@@ -39,13 +39,15 @@ class NotAnswering(Exception):
 class NodeLink:
     """Requests to ``host:port``; ``received`` counts the reply bytes read so far."""
 
-    def __init__(self, host: str, port: int, origin: str = "") -> None:
+    def __init__(self, host: str, port: int, origin: str = "",
+                 max_frame: int = DEFAULT_MAX_FRAME) -> None:
         self.host = host
         self.port = port
         self.origin = origin
+        self.max_frame = max_frame
         self.received = 0
         self._sock: socket.socket | None = None
-        self._reader = FrameReader(DEFAULT_MAX_FRAME)
+        self._reader = FrameReader(max_frame)
 
     def close(self) -> None:
         if self._sock is not None:
@@ -91,7 +93,7 @@ class NodeLink:
                   timeout: float) -> RemotingCommand:
         if self._sock is None:
             self._sock = socket.create_connection((self.host, self.port), timeout=timeout)
-            self._reader = FrameReader(DEFAULT_MAX_FRAME)
+            self._reader = FrameReader(self.max_frame)
         sock = self._sock
         sock.settimeout(max(0.001, deadline - time.monotonic()))
         sock.sendall(request)

@@ -92,6 +92,8 @@ def test_table_digest_kept_key_by_key_equals_one_computed_afresh() -> None:
                                 for i in rng.sample(range(5), rng.randint(1, 3))}
         kept.refresh((k, canonical(v)) for k, v in content.items())
         assert kept.as_json() == table_summary("topic", content)
+        every = frozenset(range(BUCKETS))
+        assert kept.units_in(every) == drill_of_tables("topic", content, every)["units"]
     assert kept.as_json()["keys"] == len(content)
 
 

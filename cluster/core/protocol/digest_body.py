@@ -99,6 +99,7 @@ class TableDigest:
         self.total = 0
         self.buckets: dict[int, list[int]] = {}  # bucket -> [keys, digest]
         self.groups: dict[str, list[int]] = {}  # group -> [units, digest]
+        self.in_bucket: dict[int, set[str]] = {}  # bucket -> its keys
 
     def refresh(self, items: Iterable[tuple[str, bytes]]) -> TableDigest:
         seen: set[str] = set()
@@ -123,11 +124,20 @@ class TableDigest:
         self.units += sign * len(e.units)
         self.total = (self.total + sign * summed) & MASK
         _add(self.buckets, e.bucket, sign, sign * summed)
+        if sign > 0:
+            self.in_bucket.setdefault(e.bucket, set()).add(key)
+        else:
+            self.in_bucket[e.bucket].discard(key)
         if self.table == "topic":
             for sub, h in e.units:
                 _add(self.groups, sub, sign, sign * h)
         elif self.table == "kv" and e.units:
             _add(self.groups, key, sign * len(e.units), sign * summed)
+
+    def units_in(self, buckets: frozenset[int]) -> dict[str, dict[str, str]]:
+        """A drill-down's answer from the kept hashes: ``{key: {sub: digest}}``."""
+        return {key: {sub: hex16(h) for sub, h in self.entries[key].units}
+                for b in buckets for key in self.in_bucket.get(b, ())}
 
     def as_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
