@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -20,7 +21,7 @@ from cluster.core.protocol.command import RemotingCommand
 from supervisor.control_client import ControlClient, ControlUnavailable
 from tests.conftest import Reaper
 from tests.integration.test_node import register, route
-from tests.nodeproc import Conn, free_port, poll_until
+from tests.nodeproc import ROOT, Conn, free_port, poll_until
 from tests.unit.test_monitoring import dashboard_queries, family, referenced_metrics
 
 pytestmark = pytest.mark.integration
@@ -148,6 +149,9 @@ def _check_dashboard(path: Path, node_addr: str, http: int, metrics_ports: tuple
         exported |= _families(f"http://127.0.0.1:{port}/metrics")
     missing = sorted(referenced_metrics() - exported)
     assert missing == [], f"the dashboard or the alerts name metrics nobody exports: {missing}"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    unknown = sorted({family(m) for m in re.findall(r"`(pynamesrv_[a-z_]+)`", readme)} - exported)
+    assert unknown == [], f"the README names metrics nobody exports: {unknown}"
     exe = shutil.which("prometheus")
     if exe is None:
         return
