@@ -65,6 +65,7 @@ class Gatherer:
         self.history = History()
         self.brokers = brokers or BrokerBook()
         self._watch: Watch | None = None
+        self._groups: tuple[Any, tuple[Group, ...]] = (None, ())  # (comparison, its groups)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="status-gather", daemon=True)
         self._next_reports = 0.0
@@ -109,5 +110,7 @@ class Gatherer:
         rnd = watch.round(asked)
         self.history.add(rnd, expected)
         brokers = self.brokers.update(rnd, watch.sources, self.deadline_s)
+        if self._groups[0] is not rnd.comparison:  # a lasting divergence is grouped once
+            self._groups = (rnd.comparison, groups_of(rnd.comparison.differences))
         self.board.publish_round(self.clock(), rnd, expected, self.history.copy(),
-                                 groups_of(rnd.comparison.differences), brokers)
+                                 self._groups[1], brokers)

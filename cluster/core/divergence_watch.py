@@ -32,6 +32,7 @@ from cluster.core.protocol.digest_body import bucket_of
 DESCRIBE_MAX = 50
 MAX_PARALLEL = 32
 NoteKey = tuple[str, str, str, tuple[tuple[str | None, tuple[str, ...]], ...]]
+Unit = tuple[str, str, str]  # (table, key, sub)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +54,7 @@ class Round:
     at: float  # epoch seconds, when the round started
     answers: dict[str, NodeAnswer]
     comparison: Comparison
-    notes: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    notes: dict[Unit, str] = field(default_factory=dict)
     took_s: float = 0.0
 
     def note(self, d: Difference) -> str:
@@ -73,6 +74,8 @@ class Watch:
                                         thread_name_prefix="digest")
         self._drilled: dict[tuple[str, str, int], tuple[str, Units]] = {}
         self._notes: dict[NoteKey, str] = {}
+        # the summaries' digests, comparison and notes of the last round
+        self._last: tuple[tuple[Any, ...], Comparison, dict[Unit, str]] | None = None
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -91,8 +94,7 @@ class Watch:
             answers[node] = NodeAnswer(node, f"drill-down: {reason}", None,
                                        answers[node].took_s, kind=answers[node].kind)
             summaries.pop(node)
-        comparison = self._compare(summaries)
-        notes = self._describe(comparison.differences)
+        comparison, notes = self._compared(summaries)
         answers = {n: _with_bytes(a, self.sources[n].received() - before[n])
                    for n, a in answers.items()}
         return Round(at, answers, comparison, notes, time.monotonic() - t0)
@@ -146,6 +148,22 @@ class Watch:
         for b in buckets:
             self._drilled[(node, table, b)] = (digests.get(str(b), ""), split[b])
 
+    def _compared(self, summaries: Mapping[str, Mapping[str, Any]]
+                  ) -> tuple[Comparison, dict[Unit, str]]:
+        """The comparison and notes of these summaries; those of the last round when no
+        node's digests moved since and its notes were all had (a lasting divergence of
+        100,000 entries is then not compared again every round)."""
+        shape = tuple((n, t, doc.get("digest"), tuple(sorted((doc.get("buckets") or {}).items())))
+                      for n, s in summaries.items() for t, doc in s["tables"].items())
+        if self._last is not None and self._last[0] == shape:
+            return self._last[1], self._last[2]
+        comparison = self._compare(summaries)
+        notes = self._describe(comparison.differences)
+        described = [(d.table, d.key, d.sub) for d in comparison.differences if d.differs]
+        complete = all(k in notes for k in described[: self.describe_max])
+        self._last = (shape, comparison, notes) if complete else None
+        return comparison, notes
+
     def _compare(self, summaries: Mapping[str, Mapping[str, Any]]) -> Comparison:
         nodes = list(summaries)
         tables = compared_tables(summaries) if nodes else ()
@@ -161,7 +179,7 @@ class Watch:
         found.sort(key=lambda d: (order.get(d.table, 99), d.key, d.sub))
         return Comparison.of(nodes, tables, found)
 
-    def _describe(self, differences: Sequence[Difference]) -> dict[tuple[str, str, str], str]:
+    def _describe(self, differences: Sequence[Difference]) -> dict[Unit, str]:
         """Notes for the differences whose content differs, the first ``describe_max``."""
         keys = {_note_key(d): d for d in differences if d.differs}
         self._notes = {k: v for k, v in self._notes.items() if k in keys}
@@ -176,7 +194,7 @@ class Watch:
             for n in d.present:
                 asks.setdefault(n, {}).setdefault(d.table, []).append((d.key, d.sub))
         jobs = {n: self._pool.submit(self._values_of, n, per) for n, per in asks.items()}
-        got: dict[tuple[str, str, str], dict[str, Any]] = {}
+        got: dict[Unit, dict[str, Any]] = {}
         for node, job in jobs.items():
             for table, key, sub, value in job.result():
                 got.setdefault((table, key, sub), {})[node] = value
