@@ -14,6 +14,7 @@ import itertools
 import os
 import select
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,11 @@ from tests.browser import FLAGS
 from tests.conftest import Reaper
 
 CALL_TIMEOUT_S = 60.0
+# exec argv[3:] with the pipe ends argv[1] and argv[2] as its fds 3 and 4 (copied above 9
+# first, so either may already be 3 or 4)
+ONTO_3_AND_4 = ("import fcntl, os, sys; a, b = (fcntl.fcntl(int(f), fcntl.F_DUPFD, 10) "
+                "for f in sys.argv[1:3]); os.dup2(a, 3); os.dup2(b, 4); "
+                "os.execv(sys.argv[3], sys.argv[3:])")
 
 
 class DevTools:
@@ -33,9 +39,9 @@ class DevTools:
         self._evt_r, evt_w = os.pipe()
         args = [*FLAGS, "--remote-debugging-pipe", f"--user-data-dir={profile}",
                 f"--window-size={width},{height}", "about:blank"]
-        self.proc = reaper.spawn(["sh", "-c", f'exec "$0" "$@" 3<&{cmd_r} 4>&{evt_w}', exe,
-                                  *args], pass_fds=(cmd_r, evt_w), stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL)
+        self.proc = reaper.spawn([sys.executable, "-c", ONTO_3_AND_4, str(cmd_r), str(evt_w),
+                                  exe, *args], pass_fds=(cmd_r, evt_w),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(cmd_r)
         os.close(evt_w)
         self._ids = itertools.count(1)
