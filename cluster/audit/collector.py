@@ -33,7 +33,12 @@ from cluster.audit.rows import (
 )
 from cluster.core.clock import wall_ms
 from cluster.core.errors import UserError
-from cluster.core.protocol.codes import DEFAULT_MAX_FRAME, RequestCode, ResponseCode
+from cluster.core.protocol.codes import (
+    DEFAULT_MAX_FRAME,
+    ORIGIN_FIELD,
+    RequestCode,
+    ResponseCode,
+)
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import FrameError, check_total, decode_command, encode_command
 
@@ -78,7 +83,8 @@ def _exchange(target: Target, request: bytes, timeout: float) -> RemotingCommand
 def fetch_snapshot(target: Target, timeout: float) -> dict[str, Any]:
     """One snapshot reply body as a dict; raises SnapshotUnavailable with a reason."""
     opaque = next(_opaques)
-    request = encode_command(RemotingCommand(code=RequestCode.GET_NODE_SNAPSHOT, opaque=opaque))
+    request = encode_command(RemotingCommand(code=RequestCode.GET_NODE_SNAPSHOT, opaque=opaque,
+                                             ext_fields={ORIGIN_FIELD: "audit"}))
     try:
         reply = _exchange(target, request, timeout)
     except TimeoutError as exc:
