@@ -143,7 +143,7 @@ def _cluster_list_once(c: NameServerClient, args: argparse.Namespace) -> None:
     info = plain(c.get_cluster_info())
     only = None if args.cluster_name is None else text_arg(args, "cluster_name", "-c")
     addrs = [row[3] for row in admin_cluster.rows(info, only)]
-    stats = {} if args.no_broker_stats else req.broker_runtime_stats(c, addrs)
+    stats = {} if args.no_broker_stats else req.broker_runtime_stats(c, addrs, args.timeout)
     if args.json:
         print(dump({**info, "brokerRuntimeStats": stats}))
     else:

@@ -25,9 +25,6 @@ from cluster.core.protocol.lenient import loads_lenient
 # Broker request codes (RequestCode in Java); nodes never see them.
 GET_BROKER_RUNTIME_INFO = 28
 DELETE_TOPIC_IN_BROKER = 215
-# How long clusterList waits for a broker's runtime info; brokers that do not
-# answer (e.g. simulated ones) get empty columns, as in mqadmin.
-BROKER_STATS_TIMEOUT = 1.5
 
 
 def _command(client: NameServerClient, code: int,
@@ -104,9 +101,9 @@ def _kv_table(resp: RemotingCommand, addr: str) -> dict[str, str]:
 
 
 def broker_runtime_stats(client: NameServerClient, broker_addrs: Sequence[str],
-                         timeout: float = BROKER_STATS_TIMEOUT
-                         ) -> dict[str, dict[str, str] | None]:
-    """Each broker's runtime KVTable, or None when it did not give one in time."""
+                         timeout: float) -> dict[str, dict[str, str] | None]:
+    """Each broker's runtime KVTable, or None when it did not give one within ``timeout``
+    (clusterList then prints empty columns for it, as mqadmin does)."""
     if not broker_addrs:
         return {}
     cmd = _command(client, GET_BROKER_RUNTIME_INFO)

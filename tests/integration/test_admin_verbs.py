@@ -12,9 +12,11 @@ stdout must be equal byte for byte, except for:
   list (``Collections.shuffle`` in ``NettyRemotingClient.updateNameServerAddressList``),
   so its lines come in any order; pynamesrv's come in the order given.
 
-Reads go to one node (mqadmin picks a random node of ``-n``). Where the two releases'
-commands are the same code (the write verbs, ``-m``, ``-l``, ``topicClusterList``),
-mqadmin 5.5.0 is run alone. mqadmin calls run at most three at a time.
+Reads go to one node (mqadmin picks a random node of ``-n``). ``topicRoute`` and
+``clusterList``, which differ between the releases, are compared with both; the other
+verbs' commands are the same code in both, so mqadmin 5.5.0 is run alone (the Java
+collections both releases decode into are checked with each release's own classes in
+the last test). mqadmin calls run at most three at a time.
 """
 
 from __future__ import annotations
@@ -234,14 +236,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             list(pool.map(lambda b: b.start(), brokers))
         client = NameServerClient(ns)
         five, four = (b.addr for b in brokers)
-        for broker, topics in ((five, ("AdminT", "DelA", "DelB")),
-                               (four, ("AdminT", "DelC", "DelD"))):
-            for topic in topics:
-                create_topic(client, broker, topic)
-        poll_until(lambda: all(route_brokers(client, n.addr, t) >= {"broker-five"}
-                               for n in nodes for t in ("AdminT", "DelA", "DelB")) and
-                   all(route_brokers(client, n.addr, t) >= {"broker-four"}
-                       for n in nodes for t in ("AdminT", "DelC", "DelD")),
+        for broker, topic in ((five, "AdminT"), (four, "AdminT"), (four, "DelA"), (four, "DelB")):
+            create_topic(client, broker, topic)
+        wanted = {"AdminT": {"broker-five", "broker-four"}, "DelA": {"broker-four"},
+                  "DelB": {"broker-four"}}
+        poll_until(lambda: all(route_brokers(client, n.addr, t) == b
+                               for n in nodes for t, b in wanted.items()),
                    timeout=60, interval=0.5, what="the brokers' topics on every node")
         yield Cluster(nodes, five, four, tmp / "mqadmin", client)
     finally:
@@ -260,9 +260,9 @@ def test_reads_print_what_mqadmin_prints(cluster: Cluster) -> None:
     one = cluster.nodes[0].addr
     reads: list[tuple[str, list[str]]] = [
         (rel, argv) for rel in ("5", "4.9") for argv in (
-            ["topicRoute", "-t", "AdminT", "-n", one], ["clusterList", "-n", one],
-            ["topicList", "-n", one], ["getNamesrvConfig", "-n", cluster.ns])]
-    reads += [("5", ["topicRoute", "-t", "AdminT", "-l", "-n", one]),
+            ["topicRoute", "-t", "AdminT", "-n", one], ["clusterList", "-n", one])]
+    reads += [("5", ["topicList", "-n", one]), ("5", ["getNamesrvConfig", "-n", cluster.ns]),
+              ("5", ["topicRoute", "-t", "AdminT", "-l", "-n", one]),
               ("5", ["clusterList", "-m", "-n", one]),
               ("5", ["topicClusterList", "-t", "AdminT", "-n", one])]
     with ThreadPoolExecutor(PARALLEL_JVMS) as pool:
@@ -273,26 +273,26 @@ def test_reads_print_what_mqadmin_prints(cluster: Cluster) -> None:
             theirs, text = masked_cluster_list(theirs, rel), masked_cluster_list(text, rel)
         assert text == theirs, (rel, argv, theirs, text)
     # the route holds both brokers, and 5.x's output differs from 4.9's
-    assert java[0] != java[4] and java[0].count('"brokerName"') == 4
+    assert java[0] != java[2] and java[0].count('"brokerName"') == 4
 
 
 @pytest.mark.java
 def test_writes_print_what_mqadmin_prints_and_change_every_node(cluster: Cluster) -> None:
     ns, client = cluster.ns, cluster.client
     n_order = [n.addr for n in cluster.nodes]
-    rounds: list[list[tuple[str, list[str], list[str]]]] = [  # (release, mqadmin, ours)
+    # (release, mqadmin's argv, ours); a round's calls touch different state (the KV pair
+    # may run in any order: ours run in turn after the round)
+    rounds: list[list[tuple[str, list[str], list[str]]]] = [
         [("5", ["wipeWritePerm", "-b", "broker-five"], ["wipeWritePerm", "-b", "broker-five"]),
          ("5", ["updateKvConfig", "-s", "NS", "-k", "k", "-v", "v"],
           ["updateKvConfig", "-s", "NS", "-k", "k", "-v", "v"]),
-         ("5", ["updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true"],
-          ["updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true"])],
-        [("5", ["addWritePerm", "-b", "broker-five"], ["addWritePerm", "-b", "broker-five"]),
          ("5", ["deleteKvConfig", "-s", "NS", "-k", "k"],
-          ["deleteKvConfig", "-s", "NS", "-k", "k"]),
-         ("4.9", ["deleteTopic", "-t", "DelC", "-c", "OldCluster"],
-          ["deleteTopic", "-t", "DelD", "-c", "OldCluster"])],
-        [("5", ["deleteTopic", "-t", "DelA", "-c", "DefaultCluster"],
-          ["deleteTopic", "-t", "DelB", "-c", "DefaultCluster"])],
+          ["deleteKvConfig", "-s", "NS", "-k", "k"])],
+        [("5", ["addWritePerm", "-b", "broker-five"], ["addWritePerm", "-b", "broker-five"]),
+         ("5", ["updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true"],
+          ["updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true"]),
+         ("5", ["deleteTopic", "-t", "DelA", "-c", "OldCluster"],
+          ["deleteTopic", "-t", "DelB", "-c", "OldCluster"])],
     ]
     for calls in rounds:
         java = cluster.mqadmin([(rel, [*argv, "-n", ns]) for rel, argv, _ in calls])
@@ -307,13 +307,11 @@ def test_writes_print_what_mqadmin_prints_and_change_every_node(cluster: Cluster
             else:
                 theirs = theirs.replace(argv[2], mine_argv[2])  # the other topic's name
                 assert text == theirs, (argv, theirs, text)
-    # what ours changed: the KV item is gone again, both topics are off their broker
+    # what ours changed: the KV item is gone again, the topic is off its broker and the nodes
     assert all(client.get_kv("NS", "k", addr=a) is None for a in n_order)
-    for topic, name in (("DelB", "broker-five"), ("DelD", "broker-four")):
-        assert all(name not in route_brokers(client, a, topic) for a in n_order)
-    for broker, topic in ((cluster.five, "DelB"), (cluster.four, "DelD")):
-        table = client.invoke(RemotingCommand(code=21, version=409), addr=broker)  # all topics
-        assert topic not in json.loads(table.body or b"{}")["topicConfigTable"]
+    assert not any(route_brokers(client, a, "DelB") for a in n_order)
+    table = client.invoke(RemotingCommand(code=21, version=409), addr=cluster.four)  # its topics
+    assert "DelB" not in json.loads(table.body or b"{}")["topicConfigTable"]
 
 
 # ------------------------------------------------ Java's orders, by Java

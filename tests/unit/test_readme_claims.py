@@ -27,7 +27,7 @@ SETTING_NAME = r"[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*|tls\.[a-zA-Z.]+"  # how setting
 NOT_SETTINGS = {"accessKey", "secretKey", "globalWhiteRemoteAddresses", "whiteRemoteAddress",
                 "bodyCrc32", "heartbeatTimeoutMillis", "takenAt", "compressedRegister",
                 "registerBrokerAll", "innerClientAuthenticationCredentials",
-                "pynamesrvOrigin", "brokerVersionDesc"}
+                "pynamesrvOrigin", "brokerVersionDesc", "enableActingMaster"}
 
 
 def _commands() -> set[str]:
