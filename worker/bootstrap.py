@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from cluster.core.errors import UserError
@@ -10,6 +11,7 @@ from state.kvconfig import KVConfigError, load_into
 from state.store import Store
 from worker.settings import NodeSettings
 
+log = logging.getLogger("pynamesrv.node")
 STORE_MAP_SIZE = 1 << 30  # sparse on tmpfs; bounds the route tables of one node
 
 
@@ -27,3 +29,6 @@ def create_state(path: Path, settings: NodeSettings) -> Store:
 def _init_config(store: Store, settings: NodeSettings) -> None:
     nsconfig.initialize(store, settings.config, str(settings.config_store_path),
                         str(settings.kv_config_path), settings.file_keys)
+    problem = nsconfig.oversized(settings.config)
+    if problem is not None:  # written by an older version: served, and shrinkable by an update
+        log.warning("event=config_oversized file=%s %s", settings.config_store_path, problem)

@@ -392,6 +392,7 @@ REFUSAL_CODES: dict[nsconfig.Refusal, ResponseCode] = {
     nsconfig.Refusal.LINE_BREAK: RC.SYSTEM_ERROR,
     nsconfig.Refusal.NOT_UPDATABLE: RC.SYSTEM_ERROR,
     nsconfig.Refusal.INVALID_VALUE: RC.SYSTEM_ERROR,
+    nsconfig.Refusal.TOO_LARGE: RC.SYSTEM_ERROR,
 }
 UNIT_LISTS: dict[int, queries.UnitList] = {
     RQ.GET_UNIT_TOPIC_LIST: queries.UnitList.UNIT,
