@@ -106,10 +106,28 @@ def get_kvlist_by_namespace(ctx: NodeContext, cmd: RemotingCommand, channel: str
                             ) -> RemotingCommand:
     ns = cmd.field("namespace")
     with ctx.store.read() as t:
-        table = kvconfig.get_namespace(t, ns) if ns is not None else None
-    if table is None:
+        body = None if ns is None else _kept(ctx, t, ("kvlist", ns), lambda: _kv_body(t, ns))
+    if body is None:
         return response_to(cmd, RC.QUERY_NOT_FOUND, f"No config item, Namespace: {_jstr(ns)}")
-    return _ok(cmd, body=admin_bodies.encode_kv_table(table))
+    return _ok(cmd, body=body)
+
+
+def _kv_body(t: Any, ns: str) -> bytes | None:
+    table = kvconfig.get_namespace(t, ns)
+    return None if table is None else admin_bodies.encode_kv_table(table)
+
+
+def _kept(ctx: NodeContext, t: Any, key: tuple[Any, ...], build: Callable[[], bytes | None]
+          ) -> bytes | None:
+    """A whole-table reply body, kept with the route bodies until the store's generation
+    moves (any change of the tables it shows): a client asking again and again for the
+    topic list, a namespace or the cluster costs an encoding once per change."""
+    body = ctx.route_cache.get(t.generation(), key)
+    if body is None:
+        body = build()
+        if body is not None:
+            ctx.route_cache.put(key, body)
+    return body
 
 
 # ---------------------------------------------------------------- broker registration
@@ -253,8 +271,9 @@ def get_routeinfo_by_topic(ctx: NodeContext, cmd: RemotingCommand, channel: str,
 def get_broker_cluster_info(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                             ) -> RemotingCommand:
     with ctx.store.read() as t:
-        brokers, clusters = queries.cluster_info(t)
-    return _ok(cmd, body=route_bodies.encode_cluster_info(brokers, clusters))
+        body = _kept(ctx, t, ("cluster_info",),
+                     lambda: route_bodies.encode_cluster_info(*queries.cluster_info(t)))
+    return _ok(cmd, body=body)
 
 
 def get_broker_member_group(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -276,8 +295,9 @@ def get_all_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, pee
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableAllTopicList"):
             return _disabled(cmd)
-        topics = queries.all_topics(t)
-    return _ok(cmd, body=admin_bodies.encode_topic_list(topics))
+        body = _kept(ctx, t, ("all_topics",),
+                     lambda: admin_bodies.encode_topic_list(queries.all_topics(t)))
+    return _ok(cmd, body=body)
 
 
 def get_topics_by_cluster(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -286,8 +306,9 @@ def get_topics_by_cluster(ctx: NodeContext, cmd: RemotingCommand, channel: str, 
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableTopicList"):
             return _disabled(cmd)
-        topics = queries.topics_by_cluster(t, cluster) if cluster is not None else []
-    return _ok(cmd, body=admin_bodies.encode_topic_list(topics))
+        body = _kept(ctx, t, ("cluster_topics", cluster), lambda: admin_bodies.encode_topic_list(
+            queries.topics_by_cluster(t, cluster) if cluster is not None else []))
+    return _ok(cmd, body=body)
 
 
 def get_system_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str

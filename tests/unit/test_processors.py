@@ -13,6 +13,7 @@ from cluster.core.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.lenient import loads_lenient
 from state import nsconfig, queries
+from state.javaorder import string_hash
 from state.store import Store
 from worker.context import NodeContext
 from worker.processors import HANDLERS, REFUSAL_CODES, UNIT_LISTS, handle, on_channel_destroy
@@ -346,3 +347,27 @@ def test_connections_closed_together_are_cleaned_in_one_write(ctx: NodeContext) 
     data = body_json(call(ctx, route_request("T")))
     assert [b["brokerName"] for b in data["brokerDatas"]] == ["b1"]
     assert ctx.store.generation_token() == str(int(generation or b"0") + 1).encode()
+
+
+def test_whole_table_replies_are_kept_until_the_tables_change(ctx: NodeContext) -> None:
+    call(ctx, register_request("b", "m:1", {"T": 4}))
+    call(ctx, request(100, {"namespace": "ns", "key": "k", "value": "v"}))
+    asks = [request(206), request(224, {"cluster": C}), request(219, {"namespace": "ns"}),
+            request(106)]
+    first = [call(ctx, cmd).body for cmd in asks]
+    assert [call(ctx, cmd).body for cmd in asks] == first
+    assert all(b is not None for b in first) and len(ctx.route_cache.bodies) >= 4
+    call(ctx, register_request("c", "c:1", {"U": 4}), "0.1.2")
+    call(ctx, request(100, {"namespace": "ns", "key": "k2", "value": "v2"}))
+    assert set(body_json(call(ctx, asks[0]))["topicList"]) == {"T", "U"}
+    assert set(body_json(call(ctx, asks[1]))["topicList"]) == {"T", "U"}
+    assert body_json(call(ctx, asks[2])) == {"table": {"k": "v", "k2": "v2"}}
+    assert set(body_json(call(ctx, asks[3]))["brokerAddrTable"]) == {"b", "c"}
+
+
+def test_java_string_hashes() -> None:
+    assert string_hash("hello") == 99162322
+    assert string_hash("polygenelubricants") == -(2**31)
+    assert string_hash("") == 0
+    assert string_hash("\u00e9\u20ac") == 0xE9 * 31 + 0x20AC
+    assert string_hash("\U0001f600") == 0xD83D * 31 + 0xDE00  # two UTF-16 code units
