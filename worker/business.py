@@ -2,8 +2,12 @@
 
 One DEALER socket per I/O worker (replies must return to the I/O worker that
 owns the connection). Each batch of requests is processed in order and
-answered with one message; channel-destroyed events run the route cleanup.
-The loop is a plain blocking poller: no event loop is needed here.
+answered with one message, which carries the time each request took (the I/O
+worker prices requests by it: ``worker.pricing``); channel-destroyed events run the
+route cleanup. The loop is a plain blocking poller: no event loop is needed here.
+With ACL on, the accounts file is looked at with every heartbeat (at most once a
+second), whatever the traffic, so a withdrawn account is dropped even when every
+request it sends is answered by an I/O worker's route reply cache.
 """
 
 from __future__ import annotations
@@ -78,6 +82,8 @@ class BusinessWorker:
         for sock in self.sockets:
             self._send(sock, self.hello_message)
         self.next_hello = time.monotonic() + wire.HEARTBEAT_S
+        if self.ctx.acl is not None:
+            self.ctx.acl.refresh()
 
     def _hello_if_due(self) -> None:
         """Long batches (big registrations) must not look like a dead worker."""
@@ -116,27 +122,33 @@ class BusinessWorker:
                                       for conn, peer in wire.unpack_pairs(payload)])
 
     def _process_batch(self, payload: memoryview) -> bytes:
-        replies = []
+        replies, micros = [], []
+        clock = time.perf_counter
+        start = clock()
         for conn, frame in wire.unpack_pairs(payload):
             replies.append((conn, self.process(bytes(conn).decode(), frame)))
+            end = clock()
+            micros.append(int((end - start) * 1e6))
             self._hello_if_due()
-        return wire.pack_pairs(replies, wire.REPLIES)
+            start = clock()
+        return wire.pack_replies(replies, micros)
 
     def _process_shared(self, io_index: int, payload: memoryview) -> bytes:
         """A large frame in the I/O worker's shared memory, answered as a batch of one."""
+        start = time.perf_counter()
         try:
             pid, offset, length, conn = wire.parse_shared(payload)
         except ValueError as exc:
             log.error("event=bad_internal_message error=%r", str(exc))
-            return wire.pack_pairs([], wire.REPLIES)
+            return wire.pack_replies([], [])
         try:
             frame = self.arenas.frame(io_index, pid, offset, length)
         except OSError as exc:  # its I/O worker is gone, and the connection with it
             log.warning("event=shared_frame_unreadable channel=%s error=%r", conn.decode(),
                         str(exc))
-            return wire.pack_pairs([(conn, wire.CLOSE)], wire.REPLIES)
-        return wire.pack_pairs([(conn, self.process(conn.decode(), frame, shared=True))],
-                               wire.REPLIES)
+            return wire.pack_replies([(conn, wire.CLOSE)], [0])
+        reply = self.process(conn.decode(), frame, shared=True)
+        return wire.pack_replies([(conn, reply)], [int((time.perf_counter() - start) * 1e6)])
 
     def process(self, channel: str, frame: bytes | memoryview, shared: bool = False) -> bytes:
         """The encoded reply to one frame, or b"" when nothing must be sent. A ``shared``

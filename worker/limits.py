@@ -17,6 +17,7 @@ MAX_CONNECTIONS = "maxConnections"
 MAX_CONNECTIONS_PER_ADDRESS = "maxConnectionsPerAddress"
 FRAME_TOO_LARGE = "frameMaxLength/headerMaxLength"
 PENDING_BYTES = "connectionMaxPendingBytes"
+PENDING_REQUESTS = "connectionMaxPendingRequests"
 FRAME_READ_TIMEOUT = "frameReadTimeoutSeconds"
 WRITE_TIMEOUT = "connectionWriteTimeoutSeconds"
 

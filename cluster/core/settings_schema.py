@@ -223,6 +223,10 @@ SETTINGS: tuple[Setting, ...] = (
             "and not answered yet, plus its unsent reply bytes: above this the node stops "
             "reading from it until half has drained", 65_536, 1 << 31, "bytes", yaml=True,
             attr="pending_max"),
+    Setting("connectionMaxPendingRequests", _I, 1000, "requests read from one connection and "
+            "not answered yet (route lookups answered at once aside): above this the node "
+            "stops reading from it until half are answered", 1, 1_000_000, "requests",
+            yaml=True, attr="requests_max"),
     Setting("frameReadTimeoutSeconds", _I, 30, "a request must arrive whole within this after "
             "its first byte, else the connection is closed (slow senders)", 1, 3600, "s",
             yaml=True, attr="frame_timeout_s"),

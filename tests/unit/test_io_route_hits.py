@@ -14,7 +14,8 @@ from worker.route_replies import RouteReplies, header_key
 
 CFG = IoConfig(index=0, parent=0, host="127.0.0.1", port=0, run="", store_path="",
                frame_max=1 << 20, header_max=1 << 16, max_connections=10,
-               max_connections_per_address=10, pending_max=1 << 20, frame_timeout_s=10.0,
+               max_connections_per_address=10, pending_max=1 << 20,
+               requests_max=1000, frame_timeout_s=10.0,
                write_timeout_s=10.0, tls_mode="disabled", tls_cert="", tls_key="",
                tls_client_auth="", tls_trust="", idle_timeout_s=60.0, max_pending=100,
                window=8, drain_ms=0)
