@@ -16,9 +16,12 @@ other request must be signed too. The checks follow RocketMQ 4.9's
 
 Anything else is refused with NO_PERMISSION and a remark saying what was missing
 or wrong (never a secret). The file is re-read when its modification time, size
-or inode changed, looked at no more than once a second; a file that cannot be
+or inode changed, looked at no more than once a second (at every check, and at every
+heartbeat of the business worker, whatever the traffic); a file that cannot be
 read or parsed leaves the accounts in force and logs one error per version of
-the file.
+the file. A change takes effect within ``TAKES_EFFECT_S``, for route replies the I/O
+workers keep too: with ``aclReadsToo`` a reload moves the store generation, which
+empties their caches.
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ from worker.acl_addresses import remote_host
 log = logging.getLogger("pynamesrv.acl")
 RQ = RequestCode
 RECHECK_S = 1.0  # the file's stamp is looked at no more often than this
+# ... so a change is in force everywhere within this: a look at most RECHECK_S after it, on
+# the next business worker heartbeat (wire.HEARTBEAT_S), then the caches emptied.
+TAKES_EFFECT_S = 2.0
 REFUSAL_LOG_S = 1.0  # at most one refusal line per this interval (the rest are counted)
 
 
