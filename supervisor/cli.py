@@ -14,6 +14,7 @@ import orjson
 
 from cluster.core.config import ClusterConfig, load_cluster
 from cluster.core.errors import UserError
+from cluster.core.procs import python_module
 from supervisor.child import ChildSpec
 from supervisor.control_client import ControlClient, ControlError, ControlUnavailable
 from supervisor.main import Supervisor, child_env, format_fields
@@ -111,7 +112,7 @@ class BrokerSimHook:
         if self.started or not self.brokers or not sup.ready_announced or sup.shutting_down:
             return
         self.started = True
-        argv = [sys.executable, "-m", "cluster.cli", BROKER_SIM, "-c", str(self.cfg.path),
+        argv = [*python_module("cluster.cli"), BROKER_SIM, "-c", str(self.cfg.path),
                 "--brokers", str(self.brokers)]
         child = sup.add_child(ChildSpec(
             name=BROKER_SIM, argv=argv, cwd=self.cfg.data_dir,

@@ -18,6 +18,7 @@ from typing import Any
 import zmq
 
 from cluster.core.config import ClusterConfig, NodeConfig
+from cluster.core.procs import python_module
 from supervisor import commands, procs
 from supervisor.child import Child, ChildSpec, Timing
 from supervisor.nodefiles import write_properties
@@ -32,7 +33,7 @@ log = logging.getLogger("pynamesrv.supervisor")
 
 
 def node_argv(python: str, node: NodeConfig) -> list[str]:
-    return [python, "-m", "worker.node", "--exit-with-parent", "--port", str(node.port),
+    return [*python_module("worker.node", python), "--exit-with-parent", "--port", str(node.port),
             "--data-dir", str(node.data_dir), "--config", str(node.properties_path),
             "--name", node.name, "--host", node.host]
 
