@@ -40,6 +40,7 @@ from state import nsconfig
 from state.store import Store
 from worker.acl_accounts import Accounts, AclFileError, parse_accounts
 from worker.acl_addresses import remote_host
+from worker.limits import PeerEvents
 
 log = logging.getLogger("pynamesrv.acl")
 RQ = RequestCode
@@ -47,7 +48,6 @@ RECHECK_S = 1.0  # the file's stamp is looked at no more often than this
 # ... so a change is in force everywhere within this: a look at most RECHECK_S after it, on
 # the next business worker heartbeat (wire.HEARTBEAT_S), then the caches emptied.
 TAKES_EFFECT_S = 2.0
-REFUSAL_LOG_S = 1.0  # at most one refusal line per this interval (the rest are counted)
 
 
 class Need(Enum):
@@ -89,11 +89,10 @@ class AclGuard:
         self.on_reload = on_reload
         self.accounts = Accounts()
         self.refused = 0
+        self.refusals = PeerEvents("acl_refused", "code", log)
         self._stamp: Stamp | None = None
         self._failed: Stamp | None = None
         self._next_check = 0.0
-        self._next_log = 0.0
-        self._unlogged = 0
         self.refresh()
 
     # ------------------------------------------------------------- reload
@@ -104,6 +103,7 @@ class AclGuard:
         if now < self._next_check:
             return
         self._next_check = now + RECHECK_S
+        self.refusals.summarize(now)
         try:
             st = os.stat(self.path)
         except OSError as exc:
@@ -169,14 +169,9 @@ class AclGuard:
         return None
 
     def _refusal(self, code: int, peer: str, problem: str) -> None:
+        """Counted; logged once per request code and peer address, then summarised."""
         self.refused += 1
-        now = self.clock()
-        if now < self._next_log:
-            self._unlogged += 1
-            return
-        log.warning("event=acl_refused code=%d peer=%s reason=%r more_refused=%d", code,
-                    peer or "-", problem, self._unlogged)
-        self._next_log, self._unlogged = now + REFUSAL_LOG_S, 0
+        self.refusals.hit(str(code), remote_host(peer) or "-", problem)
 
 
 def guard_of(store: Store) -> AclGuard | None:

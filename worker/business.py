@@ -27,7 +27,8 @@ from cluster.core.protocol.codes import ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import FrameError, decode_command, encode_command
 from state.store import Store
-from worker import wire
+from worker import limits, wire
+from worker.acl_addresses import remote_host
 from worker.context import NodeContext
 from worker.frame_arena import ArenaReader
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics
@@ -66,6 +67,7 @@ class BusinessWorker:
         self.hello_message = wire.hello(self.lane, os.getpid())
         self.next_hello = 0.0
         self.m = WorkerMetrics("business", cfg.index)
+        self.bad = limits.bad_requests(log)
         self.pusher = Pusher(zctx, Path(cfg.run))
 
     def _dealer(self, zctx: zmq.Context, index: int) -> zmq.Socket:
@@ -81,7 +83,9 @@ class BusinessWorker:
     def hello(self) -> None:
         for sock in self.sockets:
             self._send(sock, self.hello_message)
-        self.next_hello = time.monotonic() + wire.HEARTBEAT_S
+        now = time.monotonic()
+        self.next_hello = now + wire.HEARTBEAT_S
+        self.bad.summarize(now)
         if self.ctx.acl is not None:
             self.ctx.acl.refresh()
 
@@ -159,7 +163,7 @@ class BusinessWorker:
             if shared and cmd.body is not None and cmd.code not in BODY_IN_PLACE:
                 cmd.body = bytes(cmd.body)
         except FrameError as exc:
-            log.warning("event=bad_header channel=%s error=%r", channel, str(exc))
+            self.bad.hit(limits.BAD_HEADER, remote_host(channel.partition("@")[2]), str(exc))
             return wire.CLOSE
         except Exception:  # a codec defect: close this connection, keep serving the others
             log.exception("event=decode_crash channel=%s", channel)

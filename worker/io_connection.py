@@ -131,8 +131,7 @@ class Connection(asyncio.BufferedProtocol):
             self.close(abort=True)
             return
         except FrameError as exc:
-            log.warning("event=bad_frame peer=%s conn=%s error=%r", self.peer,
-                        self.conn_id.decode(), str(exc))
+            self.hub.bad.hit(limits.BAD_FRAME, self.address, str(exc))
             self.close(abort=True)
             return
         if not frames and self.hub.handoff is not None and self._hand_off():

@@ -68,6 +68,7 @@ class Hub:
         self.conns: dict[bytes, Connection] = {}
         self.per_address: Counter[str] = Counter()
         self.hits = limits.LimitHits()
+        self.bad = limits.bad_requests()
         self.events: deque[tuple[bytes, bytes]] = deque()
         self.arena = arena  # where large frames are read (None: they go through ZeroMQ)
         self.lanes = Dispatcher(cfg.window, cfg.max_pending, wire.PEER_STOPPED_S,
@@ -218,7 +219,7 @@ class Hub:
         try:
             cmd = decode_command(frame)
         except FrameError as exc:
-            log.warning("event=bad_header conn=%s error=%r", conn_id.decode(), str(exc))
+            self.bad.hit(limits.BAD_HEADER, conn.address, str(exc))
             conn.close(abort=True)
             return
         except Exception:  # a codec defect: close this connection, answer the others
@@ -425,7 +426,10 @@ class Hub:
 
     def tick(self) -> None:
         self.on_router_readable()  # judge silence on what the workers sent, not on what was read
-        silent, alive = self.lanes.expire(self.now(), stopped_or_gone)
+        now = self.now()
+        self.hits.summarize(now)
+        self.bad.summarize(now)
+        silent, alive = self.lanes.expire(now, stopped_or_gone)
         for peer in silent:
             self.fail_peer(peer)
         for peer in alive:
