@@ -147,6 +147,13 @@ class AclGuard:
             self._refusal(cmd.code, peer, problem)
         return problem
 
+    def unsigned_may_register(self, peer: str) -> bool:
+        """Whether a registration from ``peer`` (``host:port``) passes without an AccessKey:
+        its address is in ``globalWhiteRemoteAddresses``."""
+        self.refresh()
+        host = remote_host(peer)
+        return bool(host) and self.accounts.whitelisted(host)
+
     def _problem(self, cmd: RemotingCommand, host: str, required: Need) -> str | None:
         if host and self.accounts.whitelisted(host):
             return None

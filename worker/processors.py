@@ -119,15 +119,8 @@ def _kv_body(t: Any, ns: str) -> bytes | None:
 
 def _kept(ctx: NodeContext, t: Any, key: tuple[Any, ...], build: Callable[[], bytes | None]
           ) -> bytes | None:
-    """A whole-table reply body, kept with the route bodies until the store's generation
-    moves (any change of the tables it shows): a client asking again and again for the
-    topic list, a namespace or the cluster costs an encoding once per change."""
-    body = ctx.route_cache.get(t.generation(), key)
-    if body is None:
-        body = build()
-        if body is not None:
-            ctx.route_cache.put(key, body)
-    return body
+    """A whole-table reply body, kept until the store's generation moves."""
+    return ctx.route_cache.keep(t.generation(), key, build)
 
 
 # ---------------------------------------------------------------- broker registration
@@ -493,5 +486,11 @@ def handle(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
 
 
 def on_channel_destroy(ctx: NodeContext, closed: list[tuple[str, str]]) -> None:
-    """Connections closed: forget the brokers registered over them (one write)."""
-    route.on_channels_destroyed(ctx.store, [(ch, peer or None) for ch, peer in closed])
+    """Connections closed: forget the brokers registered over them (one write). A
+    connection that registered none removes the broker at its own address (Java's
+    peer-address fallback); with ACL on, only when a registration from that address needs
+    no signature either (``globalWhiteRemoteAddresses``)."""
+    guard = ctx.acl
+    route.on_channels_destroyed(ctx.store, [
+        (ch, peer if peer and (guard is None or guard.unsigned_may_register(peer)) else None)
+        for ch, peer in closed])

@@ -15,6 +15,7 @@ from cluster.core.protocol.lenient import loads_lenient
 from state import nsconfig, queries
 from state.javaorder import string_hash
 from state.store import Store
+from worker.acl import AclGuard
 from worker.context import NodeContext
 from worker.processors import HANDLERS, REFUSAL_CODES, UNIT_LISTS, handle, on_channel_destroy
 
@@ -371,3 +372,21 @@ def test_java_string_hashes() -> None:
     assert string_hash("") == 0
     assert string_hash("\u00e9\u20ac") == 0xE9 * 31 + 0x20AC
     assert string_hash("\U0001f600") == 0xD83D * 31 + 0xDE00  # two UTF-16 code units
+
+
+def test_with_acl_a_closed_connection_removes_only_what_it_registered(
+        ctx: NodeContext, tmp_path: Path) -> None:
+    """The peer-address fallback (a connection from a broker's own address that registered
+    nothing) needs what a registration needs: with ACL on, a global white list entry."""
+    call(ctx, register_request("a", "10.0.0.7:10911", {"T": 4}), "0.5.1")
+    accounts = tmp_path / "plain_acl.yml"
+    accounts.write_text("accounts:\n  - {accessKey: brokerKey1, secretKey: brokerSecret1}\n")
+    ctx.acl = AclGuard(accounts)
+    on_channel_destroy(ctx, [("0.5.9@10.0.0.7:10911", "10.0.0.7:10911")])
+    ctx.acl = None
+    assert call(ctx, route_request("T")).code == RC.SUCCESS  # still there
+    accounts.write_text("globalWhiteRemoteAddresses: [10.0.0.*]\n")
+    ctx.acl = AclGuard(accounts)
+    on_channel_destroy(ctx, [("0.5.9@10.0.0.7:10911", "10.0.0.7:10911")])
+    ctx.acl = None
+    assert call(ctx, route_request("T")).code == RC.TOPIC_NOT_EXIST
