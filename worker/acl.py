@@ -11,7 +11,8 @@ other request must be signed too. The checks follow RocketMQ 4.9's
 3. a remote address in that account's ``whiteRemoteAddress`` passes (as in RocketMQ,
    also for admin operations);
 4. the ``Signature`` must be the one the account's secret key gives
-   (``cluster.core.protocol.acl``);
+   (``cluster.core.protocol.acl``), and with ``aclStrictSignature`` the
+   ``StrictSignature`` too;
 5. an admin operation needs an admin account.
 
 Anything else is refused with NO_PERMISSION and a remark saying what was missing
@@ -82,9 +83,10 @@ class AclGuard:
 
     def __init__(self, path: Path, reads_too: bool = False,
                  clock: Callable[[], float] = time.monotonic,
-                 on_reload: Callable[[], None] | None = None) -> None:
+                 on_reload: Callable[[], None] | None = None, strict: bool = False) -> None:
         self.path = path
         self.reads_too = reads_too
+        self.strict = strict
         self.clock = clock
         self.on_reload = on_reload
         self.accounts = Accounts()
@@ -170,6 +172,9 @@ class AclGuard:
             return f"ACL: request code {cmd.code} has no Signature extField"
         if not acl.signature_valid(cmd, account.secret_key):
             return f"ACL: check signature failed for AccessKey {access_key}"
+        if self.strict and not acl.strict_signature_valid(cmd, account.secret_key):
+            return (f"ACL: check StrictSignature failed for AccessKey {access_key} "
+                    "(aclStrictSignature: sign with --strict-signature)")
         if required is Need.ADMIN and not account.admin:
             return (f"ACL: request code {cmd.code} needs an admin account; AccessKey "
                     f"{access_key} is not one")
@@ -193,8 +198,9 @@ def guard_of(store: Store) -> AclGuard | None:
             return None
         path = Path(nsconfig.get(t, "aclFile") or "plain_acl.yml")
         reads_too = nsconfig.get_bool(t, "aclReadsToo")
+        strict = nsconfig.get_bool(t, "aclStrictSignature")
     return AclGuard(path, reads_too, on_reload=(lambda: _new_generation(store)) if reads_too
-                    else None)
+                    else None, strict=strict)
 
 
 def _new_generation(store: Store) -> None:

@@ -257,6 +257,10 @@ SETTINGS: tuple[Setting, ...] = (
             "changes", update=_U.PROTECTED, yaml=True),
     Setting("aclReadsToo", _B, False, "with `aclEnable`: every other request must be signed "
             "too, by any account", yaml=True),
+    Setting("aclStrictSignature", _B, False, "with `aclEnable`: a signed request must also "
+            "carry pynamesrv's `StrictSignature`, which covers the request code and the "
+            "field names RocketMQ's signature leaves out; stock RocketMQ clients cannot send "
+            "it (README \"ACL\")", yaml=True),
     Setting("metricsPort", _I, 0, "HTTP port of the node's Prometheus `/metrics` (README "
             "\"Metrics\"); 0: none", 0, 65535, yaml=True, attr="metrics_port"),
     Setting("metricsHost", _S, "127.0.0.1", "listen address of `metricsPort`", yaml=True,
