@@ -23,20 +23,20 @@ from pathlib import Path
 
 import zmq
 
-from cluster.core.protocol.codes import ResponseCode, SerializeType
-from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import FrameError, decode_command, encode_command
 from state.store import Store
 from worker import limits, wire
 from worker.acl_addresses import remote_host
 from worker.context import NodeContext
+from worker.failures import WRITE_FAILURES, system_error
 from worker.frame_arena import ArenaReader
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics
 from worker.processors import BODY_IN_PLACE, handle, on_channel_destroy
-from worker.procs import announce_ready, io_endpoint, start_worker_process
+from worker.procs import announce_ready, give_back_memory, io_endpoint, start_worker_process
 
 log = logging.getLogger("pynamesrv.business")
 DRAIN_MESSAGES = 16  # messages taken from one socket before looking at the others
+TRIM_EVERY_S = 1.0  # after a large frame, free heap pages go back at most this often
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,7 @@ class BusinessWorker:
         self.lane = wire.LANE_READ if cfg.read_only else wire.LANE_ALL
         self.hello_message = wire.hello(self.lane, os.getpid())
         self.next_hello = 0.0
+        self.next_trim = 0.0
         self.m = WorkerMetrics("business", cfg.index)
         self.bad = limits.bad_requests(log)
         self.pusher = Pusher(zctx, Path(cfg.run))
@@ -86,6 +87,7 @@ class BusinessWorker:
         now = time.monotonic()
         self.next_hello = now + wire.HEARTBEAT_S
         self.bad.summarize(now)
+        WRITE_FAILURES.summarize(now)
         if self.ctx.acl is not None:
             self.ctx.acl.refresh()
 
@@ -152,7 +154,11 @@ class BusinessWorker:
                         str(exc))
             return wire.pack_replies([(conn, wire.CLOSE)], [0])
         reply = self.process(conn.decode(), frame, shared=True)
-        return wire.pack_replies([(conn, reply)], [int((time.perf_counter() - start) * 1e6)])
+        end = time.perf_counter()
+        if end >= self.next_trim:  # a large frame was decoded: its garbage is freed now
+            give_back_memory()
+            self.next_trim = end + TRIM_EVERY_S
+        return wire.pack_replies([(conn, reply)], [int((end - start) * 1e6)])
 
     def process(self, channel: str, frame: bytes | memoryview, shared: bool = False) -> bytes:
         """The encoded reply to one frame, or b"" when nothing must be sent. A ``shared``
@@ -174,7 +180,7 @@ class BusinessWorker:
             reply = handle(self.ctx, cmd, channel, channel.partition("@")[2])
         except Exception as exc:  # handle() answers errors itself; this is the last guard
             log.exception("event=handler_crash code=%d", cmd.code)
-            reply = _system_error(cmd, exc)
+            reply = system_error(cmd, exc)
         if reply is None or cmd.is_oneway:
             self.m.request(cmd.code, NO_REPLY)
             return b""
@@ -192,13 +198,6 @@ class BusinessWorker:
             sock.close(0)
         self.pusher.close()
         self.store.close()
-
-
-def _system_error(cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
-    """As in 4.9, a failure reply comes from the remoting layer: JSON whatever the request."""
-    reply = response_to(cmd, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-    reply.serialize_type = SerializeType.JSON
-    return reply
 
 
 def run(cfg: BusinessConfig) -> None:

@@ -32,9 +32,10 @@ class PeerEvents:
     """Events of one sort (``event``, their kinds named by ``key``) caused by peers."""
 
     def __init__(self, event: str = "limit_hit", key: str = "limit",
-                 logger: logging.Logger = log) -> None:
+                 logger: logging.Logger = log, who: str = "peer") -> None:
         self.event = event
         self.key = key
+        self.who = who  # what the address is: a peer's, or a file's
         self.log = logger
         self.counts: Counter[tuple[str, str]] = Counter()
         self._unlogged: Counter[str] = Counter()  # by kind, since the last summary
@@ -47,9 +48,9 @@ class PeerEvents:
             key = (kind, "other")
         self.counts[key] += 1
         if self.counts[key] == 1:
-            self.log.warning("event=%s %s=%s peer=%s %s(further ones from this peer are "
-                             "counted, not logged)", self.event, self.key, kind, address,
-                             f"detail={detail!r} " if detail else "")
+            self.log.warning("event=%s %s=%s %s=%s %s(further ones from this %s are "
+                             "counted, not logged)", self.event, self.key, kind, self.who,
+                             address, f"detail={detail!r} " if detail else "", self.who)
             return
         self._unlogged[kind] += 1
         peers = self._peers.setdefault(kind, set())
@@ -64,9 +65,9 @@ class PeerEvents:
         if now < self._last_summary + SUMMARY_S or not self._unlogged:
             return
         for kind, n in sorted(self._unlogged.items()):
-            self.log.warning("event=%s_counts %s=%s count=%d peers=%d seconds=%.0f",
-                             self.event, self.key, kind, n, len(self._peers.get(kind, ())),
-                             now - self._last_summary)
+            self.log.warning("event=%s_counts %s=%s count=%d %ss=%d seconds=%.0f",
+                             self.event, self.key, kind, n, self.who,
+                             len(self._peers.get(kind, ())), now - self._last_summary)
         self._unlogged.clear()
         self._peers.clear()
         self._last_summary = now

@@ -21,15 +21,17 @@ from cluster.core.protocol import (
     register_scan,
     route_bodies,
 )
-from cluster.core.protocol.codes import V4_9_4, RequestCode, ResponseCode, SerializeType
+from cluster.core.protocol.codes import V4_9_4, RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand, java_int, response_to
 from cluster.core.protocol.lenient import loads_lenient
 from cluster.core.protocol.properties import PropertiesError, parse_properties
 from state import kvconfig, nsconfig, queries, route
 from state.snapshot import take_snapshot
 from worker.context import NodeContext
+from worker.failures import failed
 
 Handler = Callable[[NodeContext, RemotingCommand, str, str], RemotingCommand]
+
 RC = ResponseCode
 FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
 
@@ -444,11 +446,6 @@ HANDLERS: dict[int, Handler] = {
 }
 
 
-def _error_remark(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 def _dispatch(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
               ) -> RemotingCommand:
     handler = HANDLERS.get(cmd.code)
@@ -458,16 +455,7 @@ def _dispatch(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
     try:
         return handler(ctx, cmd, channel, peer)
     except Exception as exc:
-        return system_error(cmd, exc)
-
-
-def system_error(cmd: RemotingCommand, exc: BaseException) -> RemotingCommand:
-    """The reply to a request whose processing failed. As in 4.9, the remoting layer makes
-    it, not the processor, so it keeps the server's default encoding (JSON) whatever
-    the request's encoding."""
-    reply = response_to(cmd, RC.SYSTEM_ERROR, _error_remark(exc))
-    reply.serialize_type = SerializeType.JSON
-    return reply
+        return failed(cmd, exc)
 
 
 def handle(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
 import os
 import shutil
@@ -65,3 +67,15 @@ def announce_ready(zctx: Any, run: Path, kind: str, index: int) -> None:
     push.connect(control_endpoint(run))
     push.send(ready_message(kind, index, os.getpid()))
     push.close()
+
+
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None)
+_TRIM = getattr(_LIBC, "malloc_trim", None)  # glibc only
+
+
+def give_back_memory() -> None:
+    """Return the C heap's free pages to the system (glibc ``malloc_trim``; nothing
+    elsewhere). After decoding a table of tens of thousands of topics, most of what was
+    allocated is free again but stays mapped: about 30 MB per 16 MiB registration."""
+    if _TRIM is not None:
+        _TRIM(0)

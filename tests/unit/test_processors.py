@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from cluster.core.protocol import body_common, register_body
 from cluster.core.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
@@ -15,8 +19,10 @@ from cluster.core.protocol.lenient import loads_lenient
 from state import nsconfig, queries
 from state.javaorder import string_hash
 from state.store import Store
+from worker import failures
 from worker.acl import AclGuard
 from worker.context import NodeContext
+from worker.limits import PeerEvents
 from worker.processors import HANDLERS, REFUSAL_CODES, UNIT_LISTS, handle, on_channel_destroy
 
 C = "DefaultCluster"
@@ -318,6 +324,30 @@ def test_unsupported_code(ctx: NodeContext) -> None:
 def test_handler_exception_is_system_error(ctx: NodeContext) -> None:
     reply = call(ctx, request(322, {"brokerAddr": "a:1"}, b"{not json"))
     assert reply.code == RC.SYSTEM_ERROR and reply.remark.startswith("ValueError: ")  # type: ignore[union-attr]
+
+
+def test_a_write_failing_on_a_full_disk_is_answered_and_logged_once(
+        store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    ctx = make_ctx(store, kv_path=str(tmp_path / "kv.json"))
+    monkeypatch.setattr(failures, "WRITE_FAILURES", PeerEvents(
+        "write_failed", "error", logging.getLogger("pynamesrv.business"), who="file"))
+
+    def full(fd: int, data: Any) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full)
+    caplog.set_level(logging.WARNING, "pynamesrv.business")
+    for _ in range(5):
+        reply = call(ctx, request(100, {"namespace": "ns", "key": "k", "value": "v"}))
+        assert reply.code == RC.SYSTEM_ERROR
+        remark = reply.remark or ""
+        assert "No space left on device" in remark and "kv.json" in remark
+    monkeypatch.undo()
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "event=write_failed error=ENOSPC file=" in lines[0], lines
+    assert not (tmp_path / "kv.json.tmp").exists()
+    assert call(ctx, request(101, {"namespace": "ns", "key": "k"})).code == RC.QUERY_NOT_FOUND
 
 
 def test_snapshot(ctx: NodeContext) -> None:
