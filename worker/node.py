@@ -351,6 +351,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _prepare_data_dir(settings.data_dir)
         if settings.tls_mode != tls.DISABLED:  # a bad certificate stops the node here, in one line
             tls.server_context(*_tls_files(settings))
+            for problem in tls.certificate_warnings(_tls_files(settings)[0], time.time()):
+                log.warning("event=tls_certificate file=%s problem=%r", _tls_files(settings)[0],
+                            problem)
         guard = bind_guard(settings.host, settings.port)
     except UserError as exc:
         print(f"pynamesrv node: error: {exc}", file=sys.stderr)
