@@ -171,7 +171,10 @@ class Dispatcher:
         return [item for q in self.queues for item in q]
 
     def idle(self) -> bool:
-        return not self.pending and all(not p.inflight for p in self.peers.values())
+        """Nothing in flight and nothing that could be sent (requests of connections whose
+        replies cannot be written wait for them, not for a drain)."""
+        return all(q.peek() is None for q in self.queues) and \
+            all(not p.inflight for p in self.peers.values())
 
     def submit(self, conn: bytes, frame: bytes | memoryview, tag: Any = None,
                code: int | None = None, address: str = "") -> Queued | None:

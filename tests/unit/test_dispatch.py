@@ -352,3 +352,12 @@ def test_with_no_read_worker_reads_and_writes_take_turns_on_the_writers() -> Non
         served.append(conn)
         d.completed(peer)
     assert served.count(b"broker") == 5, served
+
+
+def test_work_of_a_connection_that_reads_nothing_does_not_keep_a_drain_waiting() -> None:
+    d = make()
+    d.park(b"stuck", "h")
+    d.submit(b"stuck", frame(101), address="h")
+    assert d.idle() and d.pending == 1
+    d.unpark(b"stuck")
+    assert not d.idle()
