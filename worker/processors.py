@@ -17,6 +17,7 @@ import orjson
 from cluster.core.protocol import (
     admin_bodies,
     body_common,
+    digest_body,
     register_body,
     register_scan,
     route_bodies,
@@ -25,7 +26,7 @@ from cluster.core.protocol.codes import V4_9_4, RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand, java_int, response_to
 from cluster.core.protocol.lenient import loads_lenient
 from cluster.core.protocol.properties import PropertiesError, parse_properties
-from state import kvconfig, nsconfig, queries, route
+from state import digest, kvconfig, nsconfig, queries, route
 from state.snapshot import take_snapshot
 from worker.context import NodeContext
 from worker.failures import failed
@@ -129,8 +130,13 @@ def _kept(ctx: NodeContext, t: Any, key: tuple[Any, ...], build: Callable[[], by
 
 def _register_body(cmd: RemotingCommand, now: int) -> register_body.RegisterBody:
     body = None if cmd.body is None else bytes(cmd.body)  # the full decode wants bytes
-    return register_body.decode_register_body(body, _flag(cmd, "compressed"), cmd.version,
-                                              now_ms=now)
+    return register_body.decode_register_body(body, _compressed(cmd), cmd.version, now_ms=now)
+
+
+def _compressed(cmd: RemotingCommand) -> bool:
+    """The header says so, or the body is a zlib stream: a 5.x broker with
+    compressedRegister=true sends compressed=false (README, compatibility table)."""
+    return register_body.is_compressed(_flag(cmd, "compressed"), cmd.body)
 
 
 def _crc_ok(cmd: RemotingCommand) -> bool:
@@ -156,7 +162,7 @@ def _registration(ctx: NodeContext, cmd: RemotingCommand, now: int
     at all when it will not (slave, unchanged DataVersion, already applied).
     """
     body = cmd.body
-    head = register_body.register_head(body, _flag(cmd, "compressed"), cmd.version, now_ms=now)
+    head = register_body.register_head(body, _compressed(cmd), cmd.version, now_ms=now)
     if head is None or body is None:
         rb = _register_body(cmd, now)
         dv, filters = rb.data_version, rb.filter_servers
@@ -396,6 +402,16 @@ def get_node_snapshot(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer
     return _ok(cmd, body=orjson.dumps(snap))
 
 
+def get_node_digest(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                    ) -> RemotingCommand:
+    try:
+        query = digest_body.parse_query(cmd.body)
+    except digest_body.DigestQueryError as exc:
+        return response_to(cmd, RC.SYSTEM_ERROR, f"GET_NODE_DIGEST: {exc}")
+    reply = digest.answer(ctx.store, ctx.node_name, ctx.clock(), query, ctx.digest_cache)
+    return _ok(cmd, body=orjson.dumps(reply))
+
+
 # ---------------------------------------------------------------- outcomes and codes
 
 RQ = RequestCode
@@ -443,6 +459,7 @@ HANDLERS: dict[int, Handler] = {
     RQ.GET_BROKER_MEMBER_GROUP: get_broker_member_group,
     RQ.BROKER_HEARTBEAT: broker_heartbeat,
     RQ.GET_NODE_SNAPSHOT: get_node_snapshot,
+    RQ.GET_NODE_DIGEST: get_node_digest,
 }
 
 

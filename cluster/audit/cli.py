@@ -1,32 +1,24 @@
-"""``pynamesrv audit collect`` and ``pynamesrv audit run``."""
+"""``pynamesrv audit collect``, ``audit run`` and ``audit watch``."""
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cluster.audit.collector import CollectPlan, Target, TerminalProgress, collect
+from cluster.audit.collector import CollectPlan, RoundResult, Target, TerminalProgress, collect
 from cluster.audit.rows import BoundInputs
 from cluster.client.targets import add_source_args, resolve_args
+from cluster.core.argtypes import host_port, int_range
+from cluster.core.durations import duration
 from cluster.core.errors import UserError
 
 if TYPE_CHECKING:
     from cluster.audit.inputs import BadInput
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 EXIT_HOLDS, EXIT_FAILS = 0, 1
-
-
-def duration(text: str) -> float:
-    """Seconds from ``500ms``, ``2s``, ``1.5m``, ``1h`` or a bare number of seconds."""
-    m = _DURATION.match(text)
-    if not m or float(m.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(f"not a positive duration: {text!r} (e.g. 2s, 500ms)")
-    return float(m.group(1)) * _UNIT_S[m.group(2)]
+EXIT_NEVER_ANSWERED = 1  # collect: some node answered in no round (audit run refuses that)
 
 
 def node_spec(text: str) -> Target:
@@ -43,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     asub.required = True
     _register_collect(asub)
     _register_run(asub)
+    _register_watch(asub)
 
 
 def _register_collect(asub: argparse._SubParsersAction) -> None:
@@ -68,8 +61,9 @@ def _register_run(asub: argparse._SubParsersAction) -> None:
     p = asub.add_parser("run", help="analyse a collection on Spark and give a verdict")
     p.add_argument("dir", help="collection directory or any URI Spark can read")
     p.add_argument("--master", default="local[2]", help="Spark master (local[2])")
-    p.add_argument("--bound", type=float, default=None, metavar="SECONDS",
-                   help="convergence bound (default: heartbeat + scan + expiry from the manifest)")
+    p.add_argument("--bound", type=duration, default=None, metavar="D",
+                   help="convergence bound, e.g. 90s (default: heartbeat + scan + expiry "
+                        "from the manifest)")
     p.add_argument("--report-dir", default=None,
                    help="where to write audit-report.json/.html (default: DIR, or . for a URI)")
     p.add_argument("--driver-memory", default=None, metavar="SIZE",
@@ -78,9 +72,43 @@ def _register_run(asub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _targets_and_bound(args: argparse.Namespace) -> tuple[list[Target], BoundInputs]:
-    """The nodes of ``--node``, else ``-n`` / ``-c`` (``targets.resolve_args``); the bound's
-    timings from the cluster file when there is one, else RocketMQ's defaults."""
+def _register_watch(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("watch", help="print the nodes' divergence every round, from their "
+                                      "table digests (GET_NODE_DIGEST)")
+    add_source_args(p)
+    p.add_argument("--node", action="append", type=node_spec, metavar="NAME=HOST:PORT",
+                   help="watch this node, under this name (repeatable; instead of -n or -c)")
+    p.add_argument("--interval", type=duration, default=2.0, help="between rounds (2s)")
+    p.add_argument("--timeout", type=duration, default=None,
+                   help="per-request deadline (default: the interval, at most 1s)")
+    p.add_argument("--duration", type=duration, default=None,
+                   help="stop after this long (default: until Ctrl-C)")
+    p.add_argument("--rounds", type=int_range(1, 10**9), default=None,
+                   help="stop after this many rounds")
+    p.add_argument("--show", type=int_range(0, 10**6), default=10,
+                   help="differing entries listed when they change (10)")
+    p.add_argument("--metrics", type=host_port, default=None, metavar="HOST:PORT",
+                   help="serve the divergence gauges for Prometheus at http://HOST:PORT/metrics")
+    p.set_defaults(func=_watch)
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from cluster.audit.watch import WatchPlan, watch
+
+    targets, _ = _targets(args)
+    if len(targets) < 2:
+        raise UserError("audit watch compares nodes: give at least two")
+    timeout = args.timeout if args.timeout is not None else min(args.interval, 1.0)
+    if timeout > args.interval:
+        raise UserError("--timeout must not exceed --interval")
+    plan = WatchPlan(tuple((t.name, t.host, t.port) for t in targets), args.interval,
+                     timeout, args.duration, args.rounds, args.show, args.metrics)
+    return watch(plan)
+
+
+def _targets(args: argparse.Namespace) -> tuple[list[Target], BoundInputs]:
+    """The nodes of ``--node``, else ``-n`` / ``-c`` (``targets.resolve_args``), and the
+    bound's timings of the cluster file when there is one, else RocketMQ's defaults."""
     bound = BoundInputs()
     if args.node:
         if args.namesrv or args.config:
@@ -94,6 +122,12 @@ def _targets_and_bound(args: argparse.Namespace) -> tuple[list[Target], BoundInp
             bound = BoundInputs(cfg.broker_heartbeat_ms, cfg.scan_interval_ms, cfg.expiry_ms)
     if len({t.name for t in targets}) != len(targets):
         raise UserError("two nodes share a name")
+    return targets, bound
+
+
+def _targets_and_bound(args: argparse.Namespace) -> tuple[list[Target], BoundInputs]:
+    """``_targets``, with the bound's timings overridden by the options that give them."""
+    targets, bound = _targets(args)
     for attr, arg in (("heartbeat_period_ms", args.heartbeat_period),
                       ("scan_interval_ms", args.scan_interval), ("expiry_ms", args.expiry)):
         if arg is not None:
@@ -107,13 +141,44 @@ def _collect(args: argparse.Namespace) -> int:
     if timeout > args.interval:
         raise UserError("--timeout must not exceed --interval")
     plan = CollectPlan(targets, Path(args.out), args.interval, args.duration, timeout, bound)
-    progress = TerminalProgress()
+    progress, answers = TerminalProgress(), Answers([t.name for t in targets])
+
+    def seen(result: RoundResult, total: int) -> None:
+        progress(result, total)
+        answers(result, progress)
+
     try:
-        manifest = collect(plan, progress)
+        manifest = collect(plan, seen)
     finally:
         progress.close()
     print(f"collected {manifest.rounds} rounds from {len(targets)} nodes into {args.out}")
+    if answers.never:
+        print(f"pynamesrv audit: warning: {', '.join(answers.never)} answered in none of the "
+              f"{manifest.rounds} rounds; `audit run` refuses this collection", file=sys.stderr)
+        return EXIT_NEVER_ANSWERED
     return 0
+
+
+class Answers:
+    """Which nodes never answered; warns at once when nobody answered the first round."""
+
+    def __init__(self, nodes: list[str]) -> None:
+        self._never = dict.fromkeys(nodes)
+
+    @property
+    def never(self) -> list[str]:
+        return list(self._never)
+
+    def __call__(self, result: RoundResult, progress: TerminalProgress) -> None:
+        firsts = {n: rows[0] for n, rows in result.rows_by_node.items()}
+        for node, row in firsts.items():
+            if row["available"]:
+                self._never.pop(node, None)
+        if result.round_no == 0 and not any(r["available"] for r in firsts.values()):
+            progress.close()
+            reasons = "; ".join(f"{n}: {r.get('error')}" for n, r in firsts.items())
+            print(f"pynamesrv audit: warning: no node answered the first round ({reasons})",
+                  file=sys.stderr, flush=True)
 
 
 def _run(args: argparse.Namespace) -> int:

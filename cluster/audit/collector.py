@@ -2,7 +2,8 @@
 
 Each round asks all nodes in parallel, one short-lived TCP connection per
 request, so a paused node costs one timeout and never blocks the others. A
-node that does not answer is recorded as unavailable for that round.
+node that does not answer is recorded as unavailable for that round, and so is
+one that restarted since the previous round (``restarts``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import IO, Any
 
 import orjson
 
+from cluster.audit.restarts import RestartWatch, is_restart
 from cluster.audit.rows import (
     MANIFEST_NAME,
     BoundInputs,
@@ -31,7 +33,12 @@ from cluster.audit.rows import (
 )
 from cluster.core.clock import wall_ms
 from cluster.core.errors import UserError
-from cluster.core.protocol.codes import DEFAULT_MAX_FRAME, RequestCode, ResponseCode
+from cluster.core.protocol.codes import (
+    DEFAULT_MAX_FRAME,
+    ORIGIN_FIELD,
+    RequestCode,
+    ResponseCode,
+)
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import FrameError, check_total, decode_command, encode_command
 
@@ -76,7 +83,8 @@ def _exchange(target: Target, request: bytes, timeout: float) -> RemotingCommand
 def fetch_snapshot(target: Target, timeout: float) -> dict[str, Any]:
     """One snapshot reply body as a dict; raises SnapshotUnavailable with a reason."""
     opaque = next(_opaques)
-    request = encode_command(RemotingCommand(code=RequestCode.GET_NODE_SNAPSHOT, opaque=opaque))
+    request = encode_command(RemotingCommand(code=RequestCode.GET_NODE_SNAPSHOT, opaque=opaque,
+                                             ext_fields={ORIGIN_FIELD: "audit"}))
     try:
         reply = _exchange(target, request, timeout)
     except TimeoutError as exc:
@@ -96,13 +104,18 @@ def fetch_snapshot(target: Target, timeout: float) -> dict[str, Any]:
     return body
 
 
-def poll_node(target: Target, round_no: int, timeout: float) -> list[dict[str, Any]]:
-    """Rows of one node for one round: its snapshot, or a single unavailable row."""
+def poll_node(target: Target, round_no: int, timeout: float,
+              restarts: RestartWatch | None = None) -> list[dict[str, Any]]:
+    """Rows of one node for one round: its snapshot, or a single unavailable row (also
+    when ``restarts`` sees that the node restarted since the previous round)."""
     asked_at = wall_ms()
+    snapshot: Mapping[str, Any] | None
     try:
         snapshot, error = fetch_snapshot(target, timeout), None
     except SnapshotUnavailable as exc:
         snapshot, error = None, str(exc)
+    if restarts is not None:
+        snapshot, error = restarts.check(target.name, snapshot, error)
     return observed_rows(target.name, round_no, asked_at, snapshot, error)
 
 
@@ -114,8 +127,8 @@ class RoundResult:
     def status_line(self) -> str:
         parts = []
         for node, rows in self.rows_by_node.items():
-            up = rows[0]["available"]
-            parts.append(f"{node}:{len(rows) - 1}" if up else f"{node}:DOWN")
+            state = "RESTARTED" if is_restart(rows[0].get("error")) else "DOWN"
+            parts.append(f"{node}:{len(rows) - 1}" if rows[0]["available"] else f"{node}:{state}")
         return " ".join(parts)
 
 
@@ -203,8 +216,9 @@ class CollectionWriter:
 Progress = Callable[[RoundResult, int], None]
 
 
-def run_round(pool: ThreadPoolExecutor, plan: CollectPlan, round_no: int) -> RoundResult:
-    futures = {t.name: pool.submit(poll_node, t, round_no, plan.timeout_s)
+def run_round(pool: ThreadPoolExecutor, plan: CollectPlan, round_no: int,
+              restarts: RestartWatch | None = None) -> RoundResult:
+    futures = {t.name: pool.submit(poll_node, t, round_no, plan.timeout_s, restarts)
                for t in plan.targets}
     return RoundResult(round_no, {name: f.result() for name, f in futures.items()})
 
@@ -216,13 +230,14 @@ def collect(plan: CollectPlan, progress: Progress | None = None,
     writer = CollectionWriter(plan.out_dir, plan.manifest(wall_ms()))
     total = max(1, int(plan.duration_s / plan.interval_s) + 1)
     start = time.monotonic()
+    restarts = RestartWatch()
     try:
         with ThreadPoolExecutor(max_workers=len(plan.targets)) as pool:
             for round_no in range(total):
                 slot = start + round_no * plan.interval_s
                 if stop.wait(max(0.0, slot - time.monotonic())):
                     break
-                result = run_round(pool, plan, round_no)
+                result = run_round(pool, plan, round_no, restarts)
                 writer.write(result)
                 if progress:
                     progress(result, total)

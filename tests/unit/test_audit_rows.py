@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -12,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from cluster.audit.cli import duration, node_spec
+from cluster.audit.cli import EXIT_NEVER_ANSWERED, node_spec
 from cluster.audit.collector import (
     CollectPlan,
     Target,
@@ -21,6 +22,7 @@ from cluster.audit.collector import (
     poll_node,
     prepare_out_dir,
 )
+from cluster.audit.restarts import RestartWatch
 from cluster.audit.rows import (
     BoundInputs,
     Manifest,
@@ -32,6 +34,7 @@ from cluster.audit.rows import (
     rows_file_name,
     status_row,
 )
+from cluster.cli.main import main as cli_main
 from cluster.core.errors import UserError
 from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import response_to
@@ -186,14 +189,18 @@ class FakeNode:
 def fake_nodes() -> Iterator[Callable[..., FakeNode]]:
     made: list[FakeNode] = []
 
-    def make(body: Callable[[], bytes] = lambda: orjson.dumps(SNAPSHOT),
-             mute: bool = False) -> FakeNode:
-        made.append(FakeNode(body, mute))
+    def make(body: Callable[[], bytes] | None = None, mute: bool = False) -> FakeNode:
+        made.append(FakeNode(body or serving(itertools.count(1)), mute))
         return made[-1]
 
     yield make
     for n in made:
         n.close()
+
+
+def serving(seqs: Iterator[int]) -> Callable[[], bytes]:
+    """SNAPSHOT bodies with the ``seq`` of each request from ``seqs`` (a node run's count)."""
+    return lambda: orjson.dumps({**SNAPSHOT, "seq": next(seqs)})
 
 
 def _closed_port() -> int:
@@ -205,7 +212,7 @@ def _closed_port() -> int:
 def test_fetch_snapshot_speaks_request_code_60001(fake_nodes: Callable[..., FakeNode]) -> None:
     node = fake_nodes()
     body = fetch_snapshot(Target("n1", "127.0.0.1", node.port), timeout=5)
-    assert body == SNAPSHOT
+    assert body == {**SNAPSHOT, "seq": 1}
     assert node.requests == [RequestCode.GET_NODE_SNAPSHOT]
 
 
@@ -244,6 +251,65 @@ def test_collect_writes_rows_per_node_and_a_manifest(
     assert [r["available"] for r in n2] == [False, False, False]
 
 
+def test_a_node_that_restarted_between_rounds_is_recorded_unavailable(
+        tmp_path: Path, fake_nodes: Callable[..., FakeNode]) -> None:
+    """Its seq went back (5 -> 1): it was down between the rounds, though none saw it so."""
+    restarted = fake_nodes(body=serving(iter([4, 5, 1, 2])))
+    steady = fake_nodes()
+    targets = [Target("n1", "127.0.0.1", restarted.port), Target("n2", "127.0.0.1", steady.port)]
+    seen: list[str] = []
+    plan = CollectPlan(targets, tmp_path / "out", interval_s=0.05, duration_s=0.16,
+                       timeout_s=1.0, bound_inputs=BoundInputs())  # 4 rounds
+    collect(plan, progress=lambda r, total: seen.append(r.status_line()))
+    assert seen == ["n1:6 n2:6", "n1:6 n2:6", "n1:RESTARTED n2:6", "n1:6 n2:6"]
+    rows = [orjson.loads(x) for x in (tmp_path / "out" / "rows-n1.jsonl").read_bytes()
+            .splitlines()]
+    down = [r for r in rows if r["round"] == 2]
+    assert len(down) == 1 and down[0]["available"] is False
+    assert down[0]["error"] == "restarted since the previous round (snapshot seq 5 -> 1)"
+    assert {r["round"] for r in rows if r["available"]} == {0, 1, 3}
+
+
+def test_restarts_are_told_by_a_seq_not_above_the_last_answered_one() -> None:
+    watch = RestartWatch()
+    body = dict(SNAPSHOT)
+    assert watch.check("n1", {**body, "seq": 3}, None) == ({**body, "seq": 3}, None)
+    assert watch.check("n1", {**body, "seq": 9}, None)[1] is None
+    assert watch.check("n2", {**body, "seq": 1}, None)[1] is None  # each node its own count
+    assert watch.check("n1", {**body, "seq": 9}, None) == (
+        None, "restarted since the previous round (snapshot seq 9 -> 9)")
+    assert watch.check("n1", None, "timeout after 1s") == (None, "timeout after 1s")
+    assert watch.check("n1", {**body, "seq": 1}, None)[1] is None  # the outage was recorded
+    assert watch.check("n1", {"takenAt": 1, "tables": {}}, None)[1] is None  # no seq: no claim
+    assert watch.check("n3", {**body, "run": 100, "seq": 40}, None)[1] is None
+    # A young node that restarted and served more snapshots since than before: its run tells.
+    assert watch.check("n3", {**body, "run": 700, "seq": 41}, None) == (
+        None, "restarted since the previous round (snapshot seq 40 -> 41)")
+
+
+def test_collect_with_every_node_down_warns_and_exits_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    down = f"127.0.0.1:{_closed_port()}"
+    argv = ["audit", "collect", "-n", down, "--interval", "50ms", "--duration", "100ms",
+            "--out", str(tmp_path / "out")]
+    assert cli_main(argv) == EXIT_NEVER_ANSWERED == 1
+    err = capsys.readouterr().err
+    assert f"warning: no node answered the first round ({down}: ConnectionRefused" in err
+    assert f"warning: {down} answered in none of the 3 rounds" in err
+
+
+def test_collect_with_one_node_never_answering_names_it(
+        tmp_path: Path, fake_nodes: Callable[..., FakeNode],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    up = fake_nodes()
+    argv = ["audit", "collect", "--node", f"n1=127.0.0.1:{up.port}",
+            "--node", f"n2=127.0.0.1:{_closed_port()}", "--interval", "50ms",
+            "--duration", "50ms", "--out", str(tmp_path / "out")]
+    assert cli_main(argv) == 1
+    err = capsys.readouterr().err
+    assert "first round" not in err and "warning: n2 answered in none of the 2 rounds" in err
+
+
 def test_collect_refuses_a_directory_that_holds_a_collection(tmp_path: Path) -> None:
     (tmp_path / "manifest.json").write_text("{}")
     with pytest.raises(UserError, match="already holds a collection"):
@@ -261,18 +327,6 @@ def test_collect_stops_early_when_asked(tmp_path: Path,
 
 
 # -------------------------------------------------------------------- CLI
-
-
-@pytest.mark.parametrize("text, seconds", [
-    ("2s", 2.0), ("500ms", 0.5), ("1.5m", 90.0), ("1h", 3600.0), ("3", 3.0)])
-def test_duration_parses_units(text: str, seconds: float) -> None:
-    assert duration(text) == seconds
-
-
-@pytest.mark.parametrize("text", ["", "0s", "-1s", "2 days", "s"])
-def test_duration_rejects_nonsense(text: str) -> None:
-    with pytest.raises(argparse.ArgumentTypeError):
-        duration(text)
 
 
 def test_node_spec() -> None:
