@@ -21,8 +21,11 @@ reads, brokers before other writes) and a class that waited starts level.
 
 Every request is priced by the business-pool time its code is expected to take
 (``worker.pricing``); a worker holds at most ``cost_window`` microseconds of such work
-from this I/O worker (a costlier request goes alone) and at most ``window`` requests,
-so what a request waits for once sent is bounded in time, not in count. When the
+from this I/O worker for the read lane (a costlier request goes alone) and at most
+``window`` requests, so what a read waits for once sent is bounded in time, not in
+count. The write lane may hold ``write_window``: a niced write worker gets the CPU in
+slices when the cores are busy, and must find work queued whenever it does, or a storm
+of registrations crawls; what waits there behind writes is writes. When the
 queues hold ``max_pending`` requests, the newest request of the longest queue of the
 busiest address is refused (SYSTEM_BUSY), not the one that comes in, unless it is
 that one.
@@ -52,7 +55,8 @@ WRITE_CODES = BROKER_CODES | frozenset(int(c) for c in (
     RQ.ADD_WRITE_PERM_OF_BROKER, RQ.DELETE_TOPIC_IN_NAMESRV, RQ.REGISTER_TOPIC_IN_NAMESRV,
     RQ.UPDATE_NAMESRV_CONFIG, RQ.GET_NODE_SNAPSHOT))
 FIRST_SHARE = 4  # a lane's first class gets this many times its second's time
-COST_WINDOW_US = 10_000  # expected work one business worker holds from one I/O worker
+COST_WINDOW_US = 10_000  # expected read-lane work a business worker holds from one I/O worker
+WRITE_WINDOW_US = 200_000  # ... and write-lane work (the write lane's own, or both lanes')
 MAX_BATCH = 64            # requests per ZeroMQ message
 MAX_BATCH_BYTES = 1 << 20  # a batch stops growing past this many frame bytes
 # An in-flight request larger than this is remembered without its body (what answering it
@@ -142,10 +146,12 @@ class Dispatcher:
 
     def __init__(self, window: int, max_pending: int, stopped_after: float,
                  hung_after: float, forget_after: float, owner: FrameOwner | None = None,
-                 cost_window: int = COST_WINDOW_US) -> None:
+                 cost_window: int = COST_WINDOW_US, write_window: int = WRITE_WINDOW_US
+                 ) -> None:
         self.owner: FrameOwner = owner or _NoOwner()
         self.window = window
         self.cost_window = cost_window
+        self.write_window = max(write_window, cost_window)
         self.max_pending = max_pending
         self.stopped_after = stopped_after
         self.hung_after = hung_after
@@ -344,29 +350,32 @@ class Dispatcher:
         """Assign queued requests to workers with free credit."""
         out: list[tuple[Peer, list[Item]]] = []
         write, read = self.write_lane, self.read_lane
+        reads, writes = self.cost_window, self.write_window
         if any(p.alive and p.lane == LANE_READ for p in self.peers.values()):
-            self._fill(out, [(write, write.classes)], lambda p: p.lane == LANE_ALL)
-            self._fill(out, [(read, read.classes)], lambda p: p.lane == LANE_READ)
+            self._fill(out, [(write, write.classes)], lambda p: p.lane == LANE_ALL, writes)
+            self._fill(out, [(read, read.classes)], lambda p: p.lane == LANE_READ, reads)
             self._fill(out, [(read, read.classes[:1])],
-                       lambda p: p.lane == LANE_ALL and not p.writes)
+                       lambda p: p.lane == LANE_ALL and not p.writes, reads)
         else:  # the workers that take writes serve everything, the lanes taking turns
-            self._fill(out, [(write, write.classes), (read, read.classes)], lambda p: True)
+            self._fill(out, [(write, write.classes), (read, read.classes)], lambda p: True,
+                       writes)
         return out
 
     def _fill(self, out: list[tuple[Peer, list[Item]]], spec: Spec,
-              ok: Callable[[Peer], bool]) -> None:
+              ok: Callable[[Peer], bool], limit: int) -> None:
         while any(c.queue for _, classes in spec for c in classes):
-            peer = self._pick(ok)
-            batch = [] if peer is None else self._take(peer, spec)
+            peer = self._pick(ok, limit)
+            batch = [] if peer is None else self._take(peer, spec, limit)
             if not batch:
                 return
             out.append((cast(Peer, peer), batch))
 
-    def _pick(self, ok: Callable[[Peer], bool]) -> Peer | None:
-        """The least loaded live worker ``ok`` accepts that has credit left."""
+    def _pick(self, ok: Callable[[Peer], bool], limit: int) -> Peer | None:
+        """The least loaded live worker ``ok`` accepts that has credit left (requests, and
+        expected microseconds below ``limit``)."""
         best: Peer | None = None
         for p in self.peers.values():
-            if p.alive and len(p.inflight) < self.window and p.cost < self.cost_window \
+            if p.alive and len(p.inflight) < self.window and p.cost < limit \
                     and ok(p) and (best is None or p.cost < best.cost):
                 best = p
         return best
@@ -386,7 +395,7 @@ class Dispatcher:
                     best, best_lane = c, lane
         return best
 
-    def _take(self, peer: Peer, spec: Spec) -> list[Item]:
+    def _take(self, peer: Peer, spec: Spec, limit: int) -> list[Item]:
         batch: list[Item] = []
         size = 0
         room = min(self.window - len(peer.inflight), MAX_BATCH)
@@ -396,7 +405,7 @@ class Dispatcher:
             if cls is None:
                 break
             _, cost = cast(tuple[Queued, int], cls.queue.peek())
-            if peer.inflight and peer.cost + cost > self.cost_window:
+            if peer.inflight and peer.cost + cost > limit:
                 break
             conn, frame, tag, code = cast(Queued, cls.queue.pop())
             batch.append((conn, frame))

@@ -16,9 +16,10 @@ def frame(code: int, stype: SerializeType = SerializeType.JSON) -> bytes:
     return encode_command(cmd)[4:]
 
 
-def make(window: int = 4, max_pending: int = 100, cost_window: int = 10**9) -> Dispatcher:
+def make(window: int = 4, max_pending: int = 100, cost_window: int = 10**9,
+         write_window: int = 10**9) -> Dispatcher:
     return Dispatcher(window, max_pending, stopped_after=3.0, hung_after=30.0, forget_after=600.0,
-                      cost_window=cost_window)
+                      cost_window=cost_window, write_window=write_window)
 
 
 def stopped(_pid: int) -> bool:
@@ -263,9 +264,9 @@ def test_queued_owned_frames_of_a_closed_connection_are_released() -> None:
     assert [conn for conn, _, _, _ in d.queued()] == [b"kept"]
 
 
-def test_a_worker_holds_at_most_the_cost_window_of_expected_work() -> None:
+def test_a_worker_holds_at_most_the_cost_window_of_expected_reads() -> None:
     d = make(window=256, cost_window=20_000)
-    peer, _ = d.seen(b"w", 0.0, LANE_ALL)
+    peer, _ = d.seen(b"r", 0.0, LANE_READ)
     assert peer is not None
     for _ in range(5):
         d.submit(b"hog", frame(206))  # priced HEAVY_PRIOR_US until measured: one at a time
@@ -281,6 +282,17 @@ def test_a_worker_holds_at_most_the_cost_window_of_expected_work() -> None:
     d.completed(peer), d.completed(peer), d.completed(peer)
     [(_, batch)] = d.batches()
     assert [c for c, _ in batch] == [b"hog"]
+
+
+def test_a_write_worker_holds_the_larger_write_window() -> None:
+    d = make(window=256, cost_window=20_000, write_window=100_000)
+    writer, _ = d.seen(b"w", 0.0, LANE_ALL)
+    d.seen(b"r", 0.0, LANE_READ)
+    assert writer is not None
+    for _ in range(10):
+        d.submit(b"broker", frame(103))  # priced HEAVY_PRIOR_US (20 ms) each until measured
+    [(_, batch)] = [(p, b) for p, b in d.batches() if p is writer]
+    assert len(batch) == 5 and writer.cost == 100_000
 
 
 def test_broker_liveness_goes_before_other_requests_already_queued() -> None:
