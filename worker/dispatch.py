@@ -20,12 +20,15 @@ four times the second one's time while both are backlogged (route lookups before
 reads, brokers before other writes) and a class that waited starts level.
 
 Every request is priced by the business-pool time its code is expected to take
-(``worker.pricing``); a worker holds at most ``cost_window`` microseconds of such work
-from this I/O worker for the read lane (a costlier request goes alone) and at most
-``window`` requests, so what a read waits for once sent is bounded in time, not in
-count. The write lane may hold ``write_window``: a niced write worker gets the CPU in
-slices when the cores are busy, and must find work queued whenever it does, or a storm
-of registrations crawls; what waits there behind writes is writes. When the
+(``worker.pricing``). A request is sent to a worker only while the worker's expected
+work from this I/O worker stays within its class's limit (a costlier request goes
+alone) and it holds fewer than ``window`` requests: ``cost_window`` microseconds for
+every class but ``brokers``, whose limit is ``write_window`` (a niced write worker gets
+the CPU in slices while the cores are busy and must find registrations queued whenever
+it does, or a storm of them crawls). So what a request waits for once sent is bounded
+in time, not in count: behind registrations, up to ``write_window``; behind anything
+else, about ``cost_window``. A class whose turn it is but whose limit is reached holds
+its lane back until the worker has drained that far, so it is never starved. When the
 queues hold ``max_pending`` requests, the newest request of the longest queue of the
 busiest address is refused (SYSTEM_BUSY), not the one that comes in, unless it is
 that one.
@@ -55,8 +58,8 @@ WRITE_CODES = BROKER_CODES | frozenset(int(c) for c in (
     RQ.ADD_WRITE_PERM_OF_BROKER, RQ.DELETE_TOPIC_IN_NAMESRV, RQ.REGISTER_TOPIC_IN_NAMESRV,
     RQ.UPDATE_NAMESRV_CONFIG, RQ.GET_NODE_SNAPSHOT))
 FIRST_SHARE = 4  # a lane's first class gets this many times its second's time
-COST_WINDOW_US = 10_000  # expected read-lane work a business worker holds from one I/O worker
-WRITE_WINDOW_US = 200_000  # ... and write-lane work (the write lane's own, or both lanes')
+COST_WINDOW_US = 10_000  # expected work a business worker holds from one I/O worker ...
+WRITE_WINDOW_US = 200_000  # ... when what is sent is a broker's (registrations)
 MAX_BATCH = 64            # requests per ZeroMQ message
 MAX_BATCH_BYTES = 1 << 20  # a batch stops growing past this many frame bytes
 # An in-flight request larger than this is remembered without its body (what answering it
@@ -78,6 +81,7 @@ class Class:
     queue: FairQueue
     share: int
     write: bool
+    limit: int  # expected microseconds a worker may hold when one of these is sent to it
     vt: int = 0
     lane: Lane | None = field(default=None, repr=False)
 
@@ -158,8 +162,10 @@ class Dispatcher:
         self.forget_after = forget_after
         self.routes, self.reads = FairQueue(), FairQueue()
         self.brokers, self.writes = FairQueue(), FairQueue()
-        self.read_lane = _lane(self.routes, self.reads, write=False)
-        self.write_lane = _lane(self.brokers, self.writes, write=True)
+        self.read_lane = _lane((self.routes, self.cost_window), (self.reads, self.cost_window),
+                               write=False)
+        self.write_lane = _lane((self.brokers, self.write_window),
+                                (self.writes, self.cost_window), write=True)
         self._lanes = (self.write_lane, self.read_lane)
         self.prices = Prices()
         self.peers: dict[bytes, Peer] = {}
@@ -350,22 +356,21 @@ class Dispatcher:
         """Assign queued requests to workers with free credit."""
         out: list[tuple[Peer, list[Item]]] = []
         write, read = self.write_lane, self.read_lane
-        reads, writes = self.cost_window, self.write_window
         if any(p.alive and p.lane == LANE_READ for p in self.peers.values()):
-            self._fill(out, [(write, write.classes)], lambda p: p.lane == LANE_ALL, writes)
-            self._fill(out, [(read, read.classes)], lambda p: p.lane == LANE_READ, reads)
+            self._fill(out, [(write, write.classes)], lambda p: p.lane == LANE_ALL)
+            self._fill(out, [(read, read.classes)], lambda p: p.lane == LANE_READ)
             self._fill(out, [(read, read.classes[:1])],
-                       lambda p: p.lane == LANE_ALL and not p.writes, reads)
+                       lambda p: p.lane == LANE_ALL and not p.writes)
         else:  # the workers that take writes serve everything, the lanes taking turns
-            self._fill(out, [(write, write.classes), (read, read.classes)], lambda p: True,
-                       writes)
+            self._fill(out, [(write, write.classes), (read, read.classes)], lambda p: True)
         return out
 
     def _fill(self, out: list[tuple[Peer, list[Item]]], spec: Spec,
-              ok: Callable[[Peer], bool], limit: int) -> None:
+              ok: Callable[[Peer], bool]) -> None:
+        limit = max(c.limit for _, classes in spec for c in classes)
         while any(c.queue for _, classes in spec for c in classes):
             peer = self._pick(ok, limit)
-            batch = [] if peer is None else self._take(peer, spec, limit)
+            batch = [] if peer is None else self._take(peer, spec)
             if not batch:
                 return
             out.append((cast(Peer, peer), batch))
@@ -395,7 +400,7 @@ class Dispatcher:
                     best, best_lane = c, lane
         return best
 
-    def _take(self, peer: Peer, spec: Spec, limit: int) -> list[Item]:
+    def _take(self, peer: Peer, spec: Spec) -> list[Item]:
         batch: list[Item] = []
         size = 0
         room = min(self.window - len(peer.inflight), MAX_BATCH)
@@ -405,7 +410,7 @@ class Dispatcher:
             if cls is None:
                 break
             _, cost = cast(tuple[Queued, int], cls.queue.peek())
-            if peer.inflight and peer.cost + cost > limit:
+            if peer.inflight and peer.cost + cost > cls.limit:  # its turn waits for a drain
                 break
             conn, frame, tag, code = cast(Queued, cls.queue.pop())
             batch.append((conn, frame))
@@ -420,8 +425,10 @@ class Dispatcher:
         return batch
 
 
-def _lane(first: FairQueue, second: FairQueue, write: bool) -> Lane:
-    lane = Lane([Class(first, FIRST_SHARE, write), Class(second, 1, write)])
+def _lane(first: tuple[FairQueue, int], second: tuple[FairQueue, int], write: bool) -> Lane:
+    """A lane of two classes, each a queue and its limit; the first has FIRST_SHARE."""
+    lane = Lane([Class(first[0], FIRST_SHARE, write, first[1]),
+                 Class(second[0], 1, write, second[1])])
     for c in lane.classes:
         c.lane = lane
     return lane

@@ -34,6 +34,9 @@ EXPIRY_MS = 3000
 HEARTBEAT_S = 0.3
 # The issue asks p99 < 100 ms on a quiet machine; the CI machine is shared and noisy.
 P99_BOUND_S = 0.25
+# A write waits for the write in flight and makes its own: each rewrites and fsyncs the
+# 1 MB KV file. Without fair queues it waited behind every queued write: seconds.
+WRITES_P99_BOUND_S = 1.0
 AFTER_CLOSE_BOUND_S = 1.0
 BIG = BrokerIdentity("FloodCluster", "big-broker", "127.0.0.1:20911")
 LIVE = BrokerIdentity("FloodCluster", "live-broker", "127.0.0.1:20921")
@@ -97,11 +100,13 @@ class Broker(threading.Thread):
 
 
 class Client(threading.Thread):
-    """Another client: GET_KV_CONFIG and the live broker's route, every 20 ms."""
+    """Another client: GET_KV_CONFIG and the live broker's route every 20 ms (``writes``:
+    PUT_KV_CONFIG of its own key instead of the route)."""
 
-    def __init__(self, addr: str) -> None:
+    def __init__(self, addr: str, writes: bool = False) -> None:
         super().__init__(daemon=True)
         self.conn = Conn(addr, timeout=10)
+        self.writes = writes
         self.stop = threading.Event()
         self.latencies: list[float] = []
         self.failures: list[str] = []
@@ -109,10 +114,13 @@ class Client(threading.Thread):
     def run(self) -> None:
         kv = RemotingCommand(code=RequestCode.GET_KV_CONFIG, version=409,
                              ext_fields={"namespace": "BIG", "key": "key-00001"})
-        route = RemotingCommand(code=RequestCode.GET_ROUTEINFO_BY_TOPIC, version=409,
+        other = RemotingCommand(code=RequestCode.GET_ROUTEINFO_BY_TOPIC, version=409,
                                 ext_fields={"topic": "LiveTopic-00000000"})
+        if self.writes:
+            other = RemotingCommand(code=RequestCode.PUT_KV_CONFIG, version=409, ext_fields={
+                "namespace": "CALM", "key": "k", "value": "v"})
         while not self.stop.wait(0.02):
-            for cmd, want in ((kv, ResponseCode.SUCCESS), (route, ResponseCode.SUCCESS)):
+            for cmd, want in ((kv, ResponseCode.SUCCESS), (other, ResponseCode.SUCCESS)):
                 start = time.monotonic()
                 try:
                     reply = self.conn.call(dataclasses.replace(cmd, opaque=0))
@@ -188,13 +196,17 @@ def _answered_at_once(addr: str) -> float:
     (RequestCode.GET_KVLIST_BY_NAMESPACE, True),
     (RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, True),
     (RequestCode.GET_KVLIST_BY_NAMESPACE, False),
-], ids=["206-not-reading", "219-reading", "206-reading", "219-not-reading"])
+    (RequestCode.PUT_KV_CONFIG, False),
+], ids=["206-not-reading", "219-reading", "206-reading", "219-not-reading", "writes"])
 def test_one_flooding_client_delays_no_one_and_expires_no_broker(
         node: NodeProcess, request_code: int, read: bool) -> None:
-    broker, client = Broker(node.addr), Client(node.addr)
+    """(A flood of writes: the other client writes too, and waits for a write or two.)"""
+    writes = request_code == RequestCode.PUT_KV_CONFIG
+    broker, client = Broker(node.addr), Client(node.addr, writes)
     broker.start()
     client.start()
-    request = RemotingCommand(code=request_code, version=409, ext_fields={"namespace": "BIG"})
+    request = RemotingCommand(code=request_code, version=409, ext_fields={
+        "namespace": "FLOOD" if writes else "BIG", "key": "k", "value": "v"})
     try:
         sent = flood(node.addr, request, read, FLOOD_S)
         after_close = _answered_at_once(node.addr)
@@ -207,5 +219,6 @@ def test_one_flooding_client_delays_no_one_and_expires_no_broker(
     assert broker.worst < EXPIRY_MS / 1000 / 2, f"heartbeat took {broker.worst:.2f} s"
     assert not client.failures and not broker.failures, (client.failures, broker.failures)
     assert len(client.latencies) > FLOOD_S / 0.05
-    assert client.p99() < P99_BOUND_S, f"p99 {client.p99() * 1000:.0f} ms, {len(client.latencies)}"
+    bound = WRITES_P99_BOUND_S if writes else P99_BOUND_S
+    assert client.p99() < bound, f"p99 {client.p99() * 1000:.0f} ms, {len(client.latencies)}"
     assert after_close < AFTER_CLOSE_BOUND_S, f"{after_close:.2f} s after the flood closed"

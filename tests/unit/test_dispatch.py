@@ -373,3 +373,23 @@ def test_work_of_a_connection_that_reads_nothing_does_not_keep_a_drain_waiting()
     assert d.idle() and d.pending == 1
     d.unpark(b"stuck")
     assert not d.idle()
+
+
+def test_other_writes_wait_for_no_deep_registration_queue_and_are_not_starved() -> None:
+    d = make(window=256, cost_window=10_000, write_window=100_000)
+    writer, _ = d.seen(b"w", 0.0, LANE_ALL)
+    d.seen(b"r", 0.0, LANE_READ)
+    assert writer is not None
+    for _ in range(20):
+        d.submit(b"broker", frame(103))  # 20 ms each until measured: five fill the writer
+    d.batches()
+    assert writer.cost == 100_000
+    d.submit(b"admin", frame(100))
+    for completions in range(1, 10):
+        d.completed(writer)
+        before = writer.cost
+        sent = [c for p, b in d.batches() if p is writer for c, _ in b]
+        if b"admin" in sent:
+            break
+    # sent once the writer held no more than 10 ms, and within a few replies
+    assert b"admin" in sent and before + 100 <= 10_000 and completions <= 6, (sent, before)
