@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from cluster.core.protocol.codes import ResponseCode, SerializeType
@@ -108,3 +109,32 @@ def test_a_new_generation_is_seen_by_the_next_chunk() -> None:
     assert transport.writes == [] and hub.lanes.pending == 1
     assert hub.m.counters.get("route_template_hits") is None
     assert hub.m.counters["route_template_misses"] == 1
+
+
+class PausingTransport(Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused = False
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+
+def test_reading_stops_past_the_requests_a_connection_may_have_unanswered() -> None:
+    hub = Hub(dataclasses.replace(CFG, requests_max=10, max_pending=1000), Loop(), None,
+              RouteReplies(lambda: b"1"))  # type: ignore[arg-type]
+    conn, transport = Connection(hub), PausingTransport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    kv = encode_command(RemotingCommand(code=101, opaque=1, ext_fields={"namespace": "n"}))
+    conn.data_received(kv * 10)
+    assert not transport.paused and conn.outstanding == 10
+    conn.data_received(kv)
+    assert transport.paused  # the eleventh: the node reads no more from it ...
+    for _ in range(5):
+        hub._settled(conn.conn_id, len(kv) - 4)
+    assert transport.paused
+    hub._settled(conn.conn_id, len(kv) - 4)
+    assert not transport.paused and conn.outstanding == 5  # ... until half are answered
