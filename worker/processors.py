@@ -109,7 +109,8 @@ def get_kvlist_by_namespace(ctx: NodeContext, cmd: RemotingCommand, channel: str
                             ) -> RemotingCommand:
     ns = cmd.field("namespace")
     with ctx.store.read() as t:
-        body = None if ns is None else _kept(ctx, t, ("kvlist", ns), lambda: _kv_body(t, ns))
+        body = None if ns is None else ctx.route_cache.keep(  # kept until the tables change
+            t.generation(), ("kvlist", ns), lambda: _kv_body(t, ns))
     if body is None:
         return response_to(cmd, RC.QUERY_NOT_FOUND, f"No config item, Namespace: {_jstr(ns)}")
     return _ok(cmd, body=body)
@@ -118,12 +119,6 @@ def get_kvlist_by_namespace(ctx: NodeContext, cmd: RemotingCommand, channel: str
 def _kv_body(t: Any, ns: str) -> bytes | None:
     table = kvconfig.get_namespace(t, ns)
     return None if table is None else admin_bodies.encode_kv_table(table)
-
-
-def _kept(ctx: NodeContext, t: Any, key: tuple[Any, ...], build: Callable[[], bytes | None]
-          ) -> bytes | None:
-    """A whole-table reply body, kept until the store's generation moves."""
-    return ctx.route_cache.keep(t.generation(), key, build)
 
 
 # ---------------------------------------------------------------- broker registration
@@ -272,8 +267,8 @@ def get_routeinfo_by_topic(ctx: NodeContext, cmd: RemotingCommand, channel: str,
 def get_broker_cluster_info(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                             ) -> RemotingCommand:
     with ctx.store.read() as t:
-        body = _kept(ctx, t, ("cluster_info",),
-                     lambda: route_bodies.encode_cluster_info(*queries.cluster_info(t)))
+        body = ctx.route_cache.keep(t.generation(), ("cluster_info",), lambda: (
+            route_bodies.encode_cluster_info(*queries.cluster_info(t))))
     return _ok(cmd, body=body)
 
 
@@ -296,8 +291,8 @@ def get_all_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, pee
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableAllTopicList"):
             return _disabled(cmd)
-        body = _kept(ctx, t, ("all_topics",),
-                     lambda: admin_bodies.encode_topic_list(queries.all_topics(t)))
+        body = ctx.route_cache.keep(t.generation(), ("all_topics",),
+                                    lambda: admin_bodies.encode_topic_list(queries.all_topics(t)))
     return _ok(cmd, body=body)
 
 
@@ -307,8 +302,9 @@ def get_topics_by_cluster(ctx: NodeContext, cmd: RemotingCommand, channel: str, 
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableTopicList"):
             return _disabled(cmd)
-        body = _kept(ctx, t, ("cluster_topics", cluster), lambda: admin_bodies.encode_topic_list(
-            queries.topics_by_cluster(t, cluster) if cluster is not None else []))
+        topics = (lambda: queries.topics_by_cluster(t, cluster)) if cluster is not None else list
+        body = ctx.route_cache.keep(t.generation(), ("cluster_topics", cluster),
+                                    lambda: admin_bodies.encode_topic_list(topics()))
     return _ok(cmd, body=body)
 
 
