@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from cluster.core.config import ClusterConfig, load_cluster, metrics_ports
+from cluster.core.durations import duration
 from cluster.core.errors import UserError
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -39,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="directory to write into (made if missing)")
     p.add_argument("--prometheus-url", default="http://127.0.0.1:9090",
                    help="where Grafana reaches Prometheus (http://127.0.0.1:9090)")
-    p.add_argument("--scrape-interval", default="15s", help="Prometheus scrape interval (15s)")
+    p.add_argument("--scrape-interval", type=duration, default=15.0,
+                   help="Prometheus scrape interval (15s)")
     p.set_defaults(func=_monitoring)
 
 
@@ -91,11 +93,18 @@ def write(cfg: ClusterConfig, out: Path, prometheus_url: str, interval: str) -> 
     return written
 
 
+def prometheus_duration(seconds: float) -> str:
+    """Prometheus' duration syntax (whole units): ``15s``, or ``1500ms``."""
+    ms = max(1, round(seconds * 1000))
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
 def _monitoring(args: argparse.Namespace) -> int:
     cfg = load_cluster(args.config)
     if not metrics_ports(cfg.nodes) and cfg.supervisor.status_host_port is None:
         raise UserError(f"{cfg.path}: no node has metricsPort and supervisor.status_http is "
                         "not set: nothing to scrape")
-    for path in write(cfg, Path(args.out), args.prometheus_url, args.scrape_interval):
+    for path in write(cfg, Path(args.out), args.prometheus_url,
+                      prometheus_duration(args.scrape_interval)):
         print(path)
     return 0
