@@ -7,9 +7,10 @@ request's opaque counts; the probe is driven by the supervisor's poll loop.
 The request is GET_KV_CONFIG without namespace and key (only pynamesrv's origin field,
 for the metrics): a RocketMQ request every node answers through its business pool,
 with a reply of fixed size whatever clients stored (pynamesrv: QUERY_NOT_FOUND naming
-the null keys; Java: the missing header field; with ``aclReadsToo``: NO_PERMISSION). GET_NAMESRV_CONFIG, the probe before,
-answers what clients wrote with UPDATE_NAMESRV_CONFIG, so one oversized value made
-every probe fail and the node restart for good.
+the null keys; Java: the missing header field; with ``aclReadsToo``: NO_PERMISSION).
+GET_NAMESRV_CONFIG, the probe before, answers what clients wrote with
+UPDATE_NAMESRV_CONFIG, so one oversized value made every probe fail and the node
+restart for good.
 """
 
 from __future__ import annotations
