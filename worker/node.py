@@ -26,8 +26,8 @@ from cluster.core.clock import wall_ms
 from cluster.core.errors import UserError
 from state import nsconfig
 from state.route import cleanup_channel_prefix, scan_not_active
-from worker import tls, wire
-from worker import store_home
+from state.store import Store
+from worker import store_home, tls, wire
 from worker.bootstrap import open_state
 from worker.business import BusinessConfig
 from worker.business import run as run_business
@@ -66,7 +66,7 @@ class Controller:
         self.zctx = zmq.Context()
         self.pull = self.zctx.socket(zmq.PULL)
         self.poller = zmq.Poller()
-        self.store = None  # type: ignore[var-annotated]
+        self.store: Store | None = None
         self.last_scan = 0.0
         self.metrics = MetricsBook()
         self.metrics_http: MetricsServer | None = None

@@ -21,7 +21,13 @@ from cluster.core.protocol import (
     register_scan,
     route_bodies,
 )
-from cluster.core.protocol.codes import V4_9_4, RequestCode, ResponseCode, SerializeType
+from cluster.core.protocol.codes import (
+    ORDER_TOPIC_CONFIG,
+    V4_9_4,
+    RequestCode,
+    ResponseCode,
+    SerializeType,
+)
 from cluster.core.protocol.command import RemotingCommand, java_int, response_to
 from cluster.core.protocol.lenient import loads_lenient
 from cluster.core.protocol.properties import PropertiesError, parse_properties
@@ -130,7 +136,7 @@ def _crc_ok(cmd: RemotingCommand) -> bool:
 def _order_kv_body(t: Any) -> bytes | None:
     if not nsconfig.get_bool(t, "returnOrderTopicConfigToBroker"):
         return None
-    table = kvconfig.get_namespace(t, kvconfig.ORDER_TOPIC_CONFIG)
+    table = kvconfig.get_namespace(t, ORDER_TOPIC_CONFIG)
     return None if table is None else admin_bodies.encode_kv_table(table)
 
 
@@ -223,7 +229,7 @@ def broker_heartbeat(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer:
 # ---------------------------------------------------------------- route queries
 
 def _route_body(ctx: NodeContext, t: Any, topic: str, standard: bool) -> bytes | None:
-    order = kvconfig.get(t, kvconfig.ORDER_TOPIC_CONFIG, topic) \
+    order = kvconfig.get(t, ORDER_TOPIC_CONFIG, topic) \
         if nsconfig.get_bool(t, "orderMessageEnable") else None
     key = (topic, standard, order)
     body = ctx.route_cache.get(t.generation(), key)

@@ -69,8 +69,8 @@ def test_routes_survive_a_sigkill_and_a_dead_broker_still_expires(node: NodeProc
     with BrokerOuterAPI([addr]) as api, NameServerClient([addr], timeout=2.0) as client:
         last_heartbeat = time.time()
         assert api.register_broker_all(GONE, _payload("GoneTopic"), timeout=5.0).all_ok
-        hb = HeartbeatLoop(api, STAYS, lambda: _payload("StaysTopic"), period=1.0, clamp=(0.5, 60.0),
-                           timeout=1.0, retry_interval=0.2)
+        hb = HeartbeatLoop(api, STAYS, lambda: _payload("StaysTopic"), period=1.0,
+                           clamp=(0.5, 60.0), timeout=1.0, retry_interval=0.2)
         hb.start()
         try:
             poll_until(lambda: _brokers(client, addr, "StaysTopic") == ["broker-stays"], 10,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -15,11 +16,11 @@ import pytest
 from cluster.audit.cli import duration, node_spec
 from cluster.audit.collector import (
     CollectPlan,
+    RoundResult,
     Target,
     collect,
-    fetch_snapshot,
-    poll_node,
     prepare_out_dir,
+    run_round,
 )
 from cluster.audit.rows import (
     BoundInputs,
@@ -34,8 +35,8 @@ from cluster.audit.rows import (
 )
 from cluster.core.errors import UserError
 from cluster.core.protocol.codes import RequestCode, ResponseCode
-from cluster.core.protocol.command import response_to
-from cluster.core.protocol.frame import FrameReader, decode_command, encode_command
+from cluster.core.protocol.command import RemotingCommand, response_to
+from tests.fake_namesrv import FakeNameServer
 
 SNAPSHOT: dict[str, Any] = {
     "node": "n1", "seq": 17, "takenAt": 1700000000000,
@@ -136,59 +137,24 @@ def test_bad_manifest_is_rejected(doc: bytes, message: str) -> None:
 # ------------------------------------------------------------- collector
 
 
-class FakeNode:
-    """Answers GET_NODE_SNAPSHOT on a loopback port; ``mute`` makes it accept but not reply."""
+class GarbageNode(FakeNameServer):
+    """Answers GET_NODE_SNAPSHOT with a body that is not JSON."""
 
-    def __init__(self, body: Callable[[], bytes], mute: bool = False) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.body = body
-        self.mute = mute
-        self.requests: list[int] = []
-        self._held: list[socket.socket] = []
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
+    def _reply(self, cmd: RemotingCommand) -> RemotingCommand | None:
+        if cmd.code == RequestCode.GET_NODE_SNAPSHOT:
+            return response_to(cmd, ResponseCode.SUCCESS, body=b"not json")
+        return super()._reply(cmd)
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            if self.mute:
-                self._held.append(conn)
-                continue
-            with conn:
-                self._answer(conn)
 
-    def _answer(self, conn: socket.socket) -> None:
-        reader = FrameReader()
-        frames: list[bytes] = []
-        while not frames:
-            data = conn.recv(65536)
-            if not data:
-                return
-            frames = reader.feed(data)
-        cmd = decode_command(frames[0])
-        self.requests.append(cmd.code)
-        reply = response_to(cmd, ResponseCode.SUCCESS, body=self.body())
-        conn.sendall(encode_command(reply))
-
-    def close(self) -> None:
-        self.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
-        self.sock.close()
-        self._thread.join(5)
-        for c in self._held:
-            c.close()
+FakeNode = FakeNameServer
 
 
 @pytest.fixture
-def fake_nodes() -> Iterator[Callable[..., FakeNode]]:
-    made: list[FakeNode] = []
+def fake_nodes() -> Iterator[Callable[..., FakeNameServer]]:
+    made: list[FakeNameServer] = []
 
-    def make(body: Callable[[], bytes] = lambda: orjson.dumps(SNAPSHOT),
-             mute: bool = False) -> FakeNode:
-        made.append(FakeNode(body, mute))
+    def make(mute: bool = False, cls: type[FakeNameServer] = FakeNameServer) -> FakeNameServer:
+        made.append(cls(copy.deepcopy(SNAPSHOT["tables"]), "pynamesrv", mute))
         return made[-1]
 
     yield make
@@ -202,25 +168,32 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_fetch_snapshot_speaks_request_code_60001(fake_nodes: Callable[..., FakeNode]) -> None:
+def _round(targets: list[Target], timeout: float) -> dict[str, list[dict[str, Any]]]:
+    plan = CollectPlan(targets, Path("unused"), 1.0, 1.0, timeout, BoundInputs())
+    with plan.reader() as reader:
+        return run_round(reader, 4).rows_by_node
+
+
+def test_a_snapshot_node_is_read_with_request_code_60001(
+        fake_nodes: Callable[..., FakeNameServer]) -> None:
     node = fake_nodes()
-    body = fetch_snapshot(Target("n1", "127.0.0.1", node.port), timeout=5)
-    assert body == SNAPSHOT
-    assert node.requests == [RequestCode.GET_NODE_SNAPSHOT]
+    rows = _round([Target("n1", "127.0.0.1", node.port)], timeout=5)["n1"]
+    assert {(r["table"], r["key"]) for r in rows[1:]} == {
+        (r["table"], r["key"]) for r in entry_rows("n1", 4, SNAPSHOT)[1:]}
+    assert node.requests[RequestCode.GET_NODE_SNAPSHOT] == 1
 
 
 def test_unreachable_and_mute_nodes_are_recorded_unavailable(
-        fake_nodes: Callable[..., FakeNode]) -> None:
-    refused = poll_node(Target("n1", "127.0.0.1", _closed_port()), 4, timeout=2)
+        fake_nodes: Callable[..., FakeNameServer]) -> None:
     mute = fake_nodes(mute=True)
-    silent = poll_node(Target("n2", "127.0.0.1", mute.port), 4, timeout=0.3)
-    garbage = fake_nodes(body=lambda: b"not json")
-    bad = poll_node(Target("n3", "127.0.0.1", garbage.port), 4, timeout=5)
-    for rows, reason in ((refused, "ConnectionRefused"), (silent, "timeout"),
-                         (bad, "not JSON")):
-        assert len(rows) == 1
-        assert rows[0]["available"] is False and rows[0]["table"] is None
-        assert reason in rows[0]["error"]
+    garbage = fake_nodes(cls=GarbageNode)
+    rows = _round([Target("n1", "127.0.0.1", _closed_port()),
+                   Target("n2", "127.0.0.1", mute.port),
+                   Target("n3", "127.0.0.1", garbage.port)], timeout=0.5)
+    for node, reason in (("n1", "connect failed"), ("n2", "timeout"), ("n3", "not JSON")):
+        assert len(rows[node]) == 1
+        assert rows[node][0]["available"] is False and rows[node][0]["table"] is None
+        assert reason in rows[node][0]["error"], rows[node][0]["error"]
 
 
 def test_collect_writes_rows_per_node_and_a_manifest(
@@ -228,9 +201,15 @@ def test_collect_writes_rows_per_node_and_a_manifest(
     up = fake_nodes()
     targets = [Target("n1", "127.0.0.1", up.port), Target("n2", "127.0.0.1", _closed_port())]
     seen: list[str] = []
+    seen_cost: list[tuple[int, int]] = []
     plan = CollectPlan(targets, tmp_path / "out", interval_s=0.05, duration_s=0.1,
                        timeout_s=0.05, bound_inputs=BoundInputs(1000, 200, 3000))
-    manifest = collect(plan, progress=lambda r, total: seen.append(r.status_line()))
+
+    def progress(r: RoundResult, total: int) -> None:
+        seen.append(r.status_line())
+        seen_cost.append(r.cost())
+
+    manifest = collect(plan, progress=progress)
     assert manifest.rounds == 3 and len(seen) == 3
     assert seen[0] == "n1:6 n2:DOWN"
     on_disk = Manifest.from_json((tmp_path / "out" / "manifest.json").read_bytes())
@@ -241,6 +220,7 @@ def test_collect_writes_rows_per_node_and_a_manifest(
     n1 = [orjson.loads(x) for x in (tmp_path / "out" / "rows-n1.jsonl").read_bytes().splitlines()]
     n2 = [orjson.loads(x) for x in (tmp_path / "out" / "rows-n2.jsonl").read_bytes().splitlines()]
     assert len(n1) == 3 * 7 and {r["round"] for r in n1} == {0, 1, 2}
+    assert seen_cost and all(requests >= 1 for requests, _ in seen_cost)
     assert [r["available"] for r in n2] == [False, False, False]
 
 
