@@ -88,10 +88,16 @@ class NodeRead:
     received_bytes: int = 0
     routes_read: int = 0
     listed: list[str] = field(default_factory=list)
+    failure: NodeFailed | None = None
 
 
 class NodeFailed(Exception):
-    """The node's read failed this round; str() says why."""
+    """The node's read failed this round; str() says why, ``cause`` is the client error
+    (timeout, lost connection, ...) when there was one."""
+
+    def __init__(self, why: str, cause: ClientError | None = None) -> None:
+        super().__init__(why)
+        self.cause = cause
 
 
 @dataclass
@@ -130,13 +136,15 @@ class ClusterReader(PooledClient):
         return reads
 
     def read_node(self, node: str) -> dict[str, Any]:
-        """One node's snapshot-shaped body (a round of that node alone); NodeFailed."""
+        """One node's snapshot-shaped body (a round of that node alone). Raises the client
+        error that failed it (``cluster.client.errors``), else NodeFailed."""
         lim = self.limits
         bound = lim.timeout_s * (4 + lim.budget / lim.concurrency)
         read = self.io.run(self._read_all([node]), bound)[node]
         self._round += 1
         if read.snapshot is None:
-            raise NodeFailed(read.error or "no answer")
+            failure = read.failure or NodeFailed(read.error or "no answer")
+            raise failure.cause or failure
         return read.snapshot
 
     # ------------------------------------------------------------------ one round
@@ -177,11 +185,12 @@ class ClusterReader(PooledClient):
                 return tables
             return await self._standard_base(node, read)
         except NodeFailed as exc:
-            self._failed(node, read, str(exc))
+            self._failed(node, read, exc)
             return None
 
-    def _failed(self, node: _Node, read: NodeRead, why: str) -> None:
-        read.error = why
+    def _failed(self, node: _Node, read: NodeRead, exc: NodeFailed) -> None:
+        read.error = str(exc)
+        read.failure = exc
         node.kind = None  # it may come back as another NameServer
         node.cache.clear()
 
@@ -202,7 +211,7 @@ class ClusterReader(PooledClient):
         try:
             return await self.pool.request(node.addr, cmd, self.limits.timeout_s)
         except ClientError as exc:
-            raise NodeFailed(f"{RQ(code).name}: {exc}") from None
+            raise NodeFailed(f"{RQ(code).name}: {exc}", exc) from None
 
     async def _decoded(self, node: _Node, read: NodeRead, code: int,
                        decode: Callable[[bytes | None], T], ext: dict[str, str] | None = None,
@@ -265,7 +274,8 @@ class ClusterReader(PooledClient):
         if conf.done() and conf.exception() is None and conf.result().code == 0:
             node.kind = Kind.STANDARD  # answers, but not 60001
             return None
-        raise NodeFailed(str(snap.exception()))
+        failed = snap.exception()
+        raise failed if isinstance(failed, NodeFailed) else NodeFailed(str(failed))
 
     # ------------------------------------------------------------------ standard reads
 
@@ -317,7 +327,7 @@ class ClusterReader(PooledClient):
             else:
                 fresh = await self._read_routes(node, read, wanted, tables.get("broker") or {})
         except NodeFailed as exc:
-            self._failed(node, read, str(exc))
+            self._failed(node, read, exc)
             return False
         node.cache.update(listed, fresh)
         read.routes_read = len(wanted)

@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from cluster.audit.reader import ClusterReader, NodeFailed, ReadLimits
 from cluster.chaos.audit import AuditInput, Observed
 from cluster.chaos.checkers import ABANDONED
 from cluster.chaos.history import OBSERVER, HistoryWriter
 from cluster.chaos.load_plan import LoadPlan, load_observation
 from cluster.client.broker_sim import SimBroker, SimOptions, SimStats, broker_identity, make_topics
 from cluster.client.connection import ConnectionPool, IoLoop
-from cluster.client.errors import CallTimeout, ClientError, RemoteError
+from cluster.client.errors import CallTimeout, ClientError, ProtocolError, RemoteError
 from cluster.client.fanout import FanoutResult, NodeOutcome, Status
 from cluster.client.heartbeat import UNCHANGED
 from cluster.client.nsclient import NameServerClient
@@ -312,34 +313,42 @@ class Workload:
         finally:
             client.close()
 
+    def _node_reader(self) -> ClusterReader:
+        """The observer's reads: the snapshot where a node answers it, else RocketMQ's own
+        request codes (``cluster.audit.reader``)."""
+        return ClusterReader(self.node_addrs, ReadLimits(timeout_s=self.opts.timeout_s))
+
     def _observer(self, process: str) -> None:
-        client = self._client(list(self.node_addrs.values()))
+        reader = self._node_reader()
         rounds = 0
         try:
             while not self._stop_observing.is_set():
-                self._observe_round(process, client, rounds)
+                self._observe_round(process, reader, rounds)
                 rounds += 1
                 self._stop_observing.wait(self.opts.observe_interval_s)
-            self._observe_round(process, client, rounds, final=True)
+            self._observe_round(process, reader, rounds, final=True)
         finally:
-            client.close()
+            reader.close()
 
-    def _observe_round(self, process: str, client: NameServerClient, round_no: int,
+    def _observe_round(self, process: str, reader: ClusterReader, round_no: int,
                        final: bool = False) -> None:
         """One snapshot of every node; the final round (after the writers stopped) has KV."""
         with_kv = final or round_no % self.opts.kv_every_rounds == 0
-        observed = [self._observe_node(process, client, node, addr, with_kv)
-                    for node, addr in self.node_addrs.items()]
+        observed = [self._observe_node(process, reader, node, with_kv)
+                    for node in self.node_addrs]
         if self.audit is not None:
             self.audit.add_round(round_no, observed)
 
-    def _observe_node(self, process: str, client: NameServerClient, node: str, addr: str,
+    def _observe_node(self, process: str, reader: ClusterReader, node: str,
                       with_kv: bool) -> Observed:
         """One ``snapshot`` record; the full snapshot (or the error) for the audit."""
         seen = Observed(node, wall_ms())
 
         def fetch() -> dict[str, Any]:
-            snapshot = client.get_snapshot(addr)
+            try:
+                snapshot = reader.read_node(node)
+            except NodeFailed as exc:  # not a client error: an unreadable answer
+                raise ProtocolError(str(exc), self.node_addrs[node]) from None
             load = self.opts.load
             seen.snapshot = snapshot if load is None else load.audit_snapshot(snapshot)
             return observation(snapshot, with_kv, load)

@@ -85,14 +85,15 @@ def test_audit_input_refuses_a_used_directory(audit_dir: Path) -> None:
 
 
 class FakeSnapshots:
-    """Answers ``get_snapshot`` from a script per address; stops the workload when done."""
+    """Answers ``read_node`` from a script per node; stops the workload when done."""
 
     def __init__(self, workload: Workload, rounds: int) -> None:
         self.workload = workload
         self.left = rounds * len(NODES)
         self.calls: list[str] = []
 
-    def get_snapshot(self, addr: str) -> dict[str, Any]:
+    def read_node(self, node: str) -> dict[str, Any]:
+        addr = NODES[node]
         self.calls.append(addr)
         self.left -= 1
         if self.left == 0:
@@ -118,7 +119,7 @@ def test_observer_writes_each_round_and_records_history(workload: Workload,
                                                         audit_dir: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeSnapshots(workload, rounds=2)
-    monkeypatch.setattr(workload, "_client", lambda addrs: fake)
+    monkeypatch.setattr(workload, "_node_reader", lambda: fake)
     workload._observer("observer")
     assert workload.audit is not None
     workload.audit.close(None)
