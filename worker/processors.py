@@ -21,8 +21,8 @@ from cluster.core.protocol import (
     register_scan,
     route_bodies,
 )
+from cluster.core.protocol.admin_bodies import ORDER_TOPIC_CONFIG
 from cluster.core.protocol.codes import (
-    ORDER_TOPIC_CONFIG,
     V4_9_4,
     RequestCode,
     ResponseCode,

@@ -7,7 +7,8 @@ times out), 5.x answers REQUEST_CODE_NOT_SUPPORTED (3). The first contact with a
 sends 60001 and GET_NAMESRV_CONFIG with ``all=true`` together: a snapshot, or code 3,
 settles it; a config without pynamesrv's own settings settles it at once (no wait for a
 60001 that 4.9 never answers); otherwise the snapshot is waited for, and a node that
-answers the config but never the snapshot is read the standard way too. The kind is
+answers the config but never the snapshot is read the standard way too, and so is a
+pynamesrv node whose snapshot does not fit in a frame (16 MiB). The kind is
 remembered per node until the node fails to answer (it may come back as another
 NameServer).
 
@@ -32,11 +33,12 @@ import orjson
 
 from cluster.audit import standard_view as sv
 from cluster.client.connection import ConnectionPool, PooledClient
-from cluster.client.errors import ClientError
+from cluster.client.errors import ClientError, ProtocolError
 from cluster.core.clock import wall_ms
 from cluster.core.protocol import admin_bodies, route_bodies
 from cluster.core.protocol.acl import Credentials
-from cluster.core.protocol.codes import ORDER_TOPIC_CONFIG, RequestCode, ResponseCode
+from cluster.core.protocol.admin_bodies import ORDER_TOPIC_CONFIG
+from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.properties import parse_properties
 from cluster.core.settings_schema import BY_KEY
@@ -127,6 +129,12 @@ class ClusterReader(PooledClient):
     def kind(self, node: str) -> Kind | None:
         return self._nodes[node].kind
 
+    def set_nodes(self, nodes: Mapping[str, str]) -> None:
+        """Read these nodes from now on; a node kept (same name and address) keeps its kind
+        and readings."""
+        self._nodes = {name: old if (old := self._nodes.get(name)) and old.addr == addr
+                       else _Node(name, addr) for name, addr in nodes.items()}
+
     def read_round(self) -> dict[str, NodeRead]:
         """Read every node once; a node that fails is a NodeRead with ``error``."""
         lim = self.limits
@@ -174,10 +182,11 @@ class ClusterReader(PooledClient):
         """The node's kind, then its snapshot tables or its standard tables without routes."""
         try:
             snapshot = await self._settle_kind(node, read)
+            if node.kind is Kind.SNAPSHOT and snapshot is None:
+                snapshot = await self._snapshot_or_none(node, read)
             read.kind = node.kind
             if node.kind is Kind.SNAPSHOT:
-                if snapshot is None:
-                    snapshot = await self._snapshot(node, read)
+                assert snapshot is not None
                 tables = snapshot.get("tables")
                 if not isinstance(tables, dict):
                     raise NodeFailed("snapshot has no tables")
@@ -228,8 +237,16 @@ class ClusterReader(PooledClient):
         except ValueError as exc:  # BodyError included
             raise NodeFailed(f"{RQ(code).name}: unreadable body: {exc}") from None
 
-    async def _snapshot(self, node: _Node, read: NodeRead) -> dict[str, Any]:
-        body = await self._decoded(node, read, RQ.GET_NODE_SNAPSHOT, _json_object)
+    async def _snapshot_or_none(self, node: _Node, read: NodeRead) -> dict[str, Any] | None:
+        """The snapshot; None (and the node read the standard way from now on) when its
+        frame cannot be read, e.g. larger than the frame limit."""
+        try:
+            body = await self._decoded(node, read, RQ.GET_NODE_SNAPSHOT, _json_object)
+        except NodeFailed as exc:
+            if not isinstance(exc.cause, ProtocolError):
+                raise
+            node.kind = Kind.STANDARD
+            return None
         assert body is not None
         return body
 
@@ -261,7 +278,11 @@ class ClusterReader(PooledClient):
             node.kind = Kind.STANDARD  # Java: no need to wait for a 60001 4.9 never answers
             return None
         await asyncio.wait([snap])
-        if snap.exception() is None:
+        failed = snap.exception()
+        if isinstance(failed, NodeFailed) and isinstance(failed.cause, ProtocolError):
+            node.kind = Kind.STANDARD  # a snapshot it cannot send whole (too large)
+            return None
+        if failed is None:
             reply = snap.result()
             if reply.code != ResponseCode.SUCCESS:
                 node.kind = Kind.STANDARD  # 5.x: REQUEST_CODE_NOT_SUPPORTED
@@ -274,7 +295,6 @@ class ClusterReader(PooledClient):
         if conf.done() and conf.exception() is None and conf.result().code == 0:
             node.kind = Kind.STANDARD  # answers, but not 60001
             return None
-        failed = snap.exception()
         raise failed if isinstance(failed, NodeFailed) else NodeFailed(str(failed))
 
     # ------------------------------------------------------------------ standard reads

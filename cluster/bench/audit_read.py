@@ -70,6 +70,9 @@ def measure(addr: str, pid: int | None, limits: ReadLimits, rounds: int) -> dict
             wall, cpu = time.perf_counter() - t0, _cpu_s(pid) - cpu0
             if read.error is not None:
                 raise RuntimeError(f"round failed: {read.error}")
+            if read.kind is not limits.force:
+                return {"impossible": f"read {read.kind.value if read.kind else '?'} instead: "
+                                      "the snapshot does not fit in a frame"}
             if i:  # the first round carries the kind probe
                 rows.append({"requests": read.requests, "sent": read.sent_bytes,
                              "received": read.received_bytes, "wall_s": wall, "cpu_s": cpu,
@@ -82,6 +85,9 @@ def measure(addr: str, pid: int | None, limits: ReadLimits, rounds: int) -> dict
 
 
 def _print(label: str, m: dict[str, Any], interval_s: float) -> None:
+    if "impossible" in m:
+        print(f"{label:<28}{m['impossible']}")
+        return
     print(f"{label:<28}{m['requests']:>9.0f}{m['sent'] / 1024:>10.0f}{m['received'] / 1024:>12.0f}"
           f"{m['wall_s']:>9.2f}{m['cpu_s']:>9.2f}{m['rounds_per_pass']:>7}"
           f"{m['requests'] / interval_s:>10.0f}")

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 import supervisor.cli
+from cluster.addr import cli as addr_cli
 from cluster.audit import cli as audit_cli
 from cluster.bench import cli as bench_cli
 from cluster.chaos import cli as chaos_cli
@@ -20,7 +21,7 @@ from cluster.client import cli as client_cli
 from cluster.core.errors import UserError
 
 COMMAND_MODULES: tuple[ModuleType, ...] = (
-    node_cli, bench_cli, supervisor.cli, audit_cli, client_cli, chaos_cli)
+    node_cli, bench_cli, supervisor.cli, audit_cli, client_cli, chaos_cli, addr_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:

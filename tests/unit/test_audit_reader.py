@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from cluster.audit import standard_view as sv
-from cluster.audit.reader import ClusterReader, Kind, NodeFailed, ReadLimits
+from cluster.audit.reader import ClusterReader, Kind, ReadLimits
 from cluster.audit.rows import entry_rows
-from cluster.core.protocol.codes import RequestCode
+from cluster.client.errors import CallTimeout
+from cluster.core.protocol.codes import DEFAULT_MAX_FRAME, RequestCode
+from cluster.core.protocol.command import response_to
 from tests.fake_namesrv import FakeNameServer, tables
 
 RQ = RequestCode
@@ -140,7 +142,7 @@ def test_a_silent_node_fails_alone_and_is_probed_again(
         assert reads["up"].error is None and reads["silent"].snapshot is None
         assert "timeout" in (reads["silent"].error or "").lower()
         assert reader.kind("silent") is None and reader.kind("up") is Kind.STANDARD
-        with pytest.raises(NodeFailed):
+        with pytest.raises(CallTimeout):  # the client error that failed it
             reader.read_node("silent")
         assert reader.read_node("up")["tables"]["broker"]
 
@@ -179,3 +181,27 @@ def test_a_topic_is_compared_only_once_read_on_every_node_listing_it() -> None:
     out = sv.topic_tables({"T1": frozenset({"a", "b"}), "T2": frozenset({"a"})},
                           {"a": a, "b": b})
     assert out == {"a": {"T1": q, "T2": q}, "b": {}}
+
+
+class HugeSnapshot(FakeNameServer):
+    """A pynamesrv node whose snapshot reply is larger than a frame may be."""
+
+    def _reply(self, cmd: Any) -> Any:
+        if cmd.code == RQ.GET_NODE_SNAPSHOT:
+            return response_to(cmd, 0, body=b" " * (DEFAULT_MAX_FRAME + 10))
+        return super()._reply(cmd)
+
+
+def test_a_snapshot_too_large_for_a_frame_is_read_the_standard_way(
+        fakes: Callable[..., FakeNameServer]) -> None:
+    t = tables({"broker-a": ["T0"]})
+    huge = HugeSnapshot(t)
+    try:
+        with _reader({"huge": huge, "py": fakes(t)}) as reader:
+            reads = reader.read_round()
+            assert reads["huge"].error is None and reads["huge"].kind is Kind.STANDARD
+            assert _rows(reads["huge"]) == _rows(reads["py"])
+            again = reader.read_round()
+        assert again["huge"].error is None and huge.requests[RQ.GET_NODE_SNAPSHOT] == 1
+    finally:
+        huge.close()

@@ -50,9 +50,6 @@ class ResponseCode(IntEnum):
     GO_AWAY = 1500
 
 
-# The KV namespace RocketMQ keeps order topics' queue layouts in (NamesrvUtil).
-ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
-
 FLAG_RESPONSE = 1
 FLAG_ONEWAY = 2
 
