@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Prepare a checkout: .venv with pynamesrv and its dev + spark extras, Java 17 for PySpark,
-# and Debian's chromium for the page tests (PYNAMESRV_NO_BROWSER=1 skips it).
+# Prepare a checkout: .venv with pynamesrv and its dev + spark + interop extras, Java 17 for
+# PySpark, and Debian's chromium for the page tests (PYNAMESRV_NO_BROWSER=1 skips it).
+# With --peers (what scripts/test.sh passes): also the real RocketMQ peers the tests use,
+# from their registries into a cache outside the clone (pynamesrv peer install --java --go:
+# Apache RocketMQ 4.9 and 5.x from Maven Central, the Go client probe from the Go module
+# proxy), with Maven and Go from Debian when missing.
 # Safe to run again: it only installs what is missing or changed.
 set -euo pipefail
 
@@ -38,11 +42,11 @@ install_package() {
   local want
   want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
   if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -x "$VENV/bin/pynamesrv" ] &&
-     "$PY" -c 'import zmq, lmdb, uvloop, yaml, psutil, pyspark, pytest' 2>/dev/null; then
+     "$PY" -c 'import zmq, lmdb, uvloop, yaml, psutil, pyspark, pytest, rocketmq' 2>/dev/null; then
     return 0
   fi
   say "installing pynamesrv and its dependencies into $VENV"
-  "$PY" -m pip install --quiet --disable-pip-version-check -e '.[dev,spark]'
+  "$PY" -m pip install --quiet --disable-pip-version-check -e '.[dev,spark,interop]'
   echo "$want" > "$STAMP"
 }
 
@@ -85,8 +89,36 @@ install_browser() {
   fi
 }
 
+apt_install() {  # apt_install COMMAND PACKAGE WHY: install PACKAGE when COMMAND is missing
+  command -v "$1" >/dev/null 2>&1 && return 0
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { say "$1 is missing; install $2 ($3)"; exit 1; }
+    sudo="sudo"
+  fi
+  say "installing $2 ($3)"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$2" >/dev/null
+}
+
+install_peers() {
+  apt_install mvn maven "Maven resolves the RocketMQ releases"
+  apt_install go golang-go "the Go client probe"
+  apt_install cc gcc "the loopback bind library of the Java peers"
+  "$PY" -m cluster.peers.install --java --go || { say "installing the RocketMQ peers failed"; exit 1; }
+}
+
+PEERS=""
+for arg in "$@"; do
+  case "$arg" in
+    --peers) PEERS=1 ;;
+    *) say "unknown option $arg"; exit 2 ;;
+  esac
+done
+
 make_venv
 install_package
 install_java
 install_browser
+[ -z "$PEERS" ] || install_peers
 say "ready: $VENV"

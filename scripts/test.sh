@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# From a fresh clone: set up, then run every test (unit, integration, spark, chaos) and lint.
+# From a fresh clone: set up (with the RocketMQ peers the tests need), then run every test
+# (unit, integration, spark, chaos, java, soak) and lint.
 # Extra arguments go to pytest, e.g. scripts/test.sh -k supervisor
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-"$ROOT/scripts/setup.sh" || { echo "test: setup failed" >&2; exit 1; }
+"$ROOT/scripts/setup.sh" --peers || { echo "test: setup failed" >&2; exit 1; }
 cd "$ROOT"
 
 if ! java -version 2>&1 | grep -q 'version "\(1[7-9]\|[2-9][0-9]\)'; then
@@ -14,6 +15,7 @@ fi
 export SPARK_LOCAL_IP=127.0.0.1 PYTHONDONTWRITEBYTECODE=1
 
 REPORT="$(mktemp -d "${TMPDIR:-/tmp}/pynamesrv-test.XXXXXX")"
+export PYNAMESRV_REPORT_DIR="$REPORT"
 start=$(date +%s)
 
 .venv/bin/ruff check . > "$REPORT/ruff.txt" 2>&1
@@ -40,6 +42,9 @@ print(f"pytest: {totals['tests']} tests, {passed} passed, {totals['failures']} f
       f"{totals['errors']} errors, {totals['skipped']} skipped")
 PY
 if [ "$ruff_rc" -eq 0 ]; then echo "ruff:   clean"; else echo "ruff:   problems (see below)"; cat "$REPORT/ruff.txt"; fi
+for table in "$REPORT"/java-diff-*.md; do
+  [ -f "$table" ] && echo "java:   $(head -n1 "$table" | sed 's/^# //'), recorded: $table"
+done
 echo "time:   ${elapsed}s   (report: $REPORT/junit.xml)"
 if [ "$pytest_rc" -eq 5 ]; then echo "pytest collected no tests: that is a failure here"; fi
 

@@ -5,7 +5,8 @@ the time of its last heartbeat, so it expires on the normal bound from that hear
 unless it registers again (the caller runs the expiry scan once the node's settings
 are loaded, before anything is served). Everything else belonged to the previous run
 and is forgotten: its connections (channel ids; the brokers re-bind theirs when they
-register), the business workers' applied-table digests, the snapshot sequence, and
+register), the business workers' applied-table digests, the snapshot run and sequence
+(so a snapshot still tells a new run: ``state.snapshot``), and
 the KV and config tables, which the caller reloads from their files as at a fresh start.
 """
 
@@ -17,7 +18,7 @@ from state.store import APPLIED_TABLES, Store, Txn
 
 KEPT_TABLES = ("topic", "broker", "cluster", "live", "filter")
 FORGOTTEN_TABLES = ("channel", "kv", "config", *APPLIED_TABLES)
-FORGOTTEN_META = ("snapshot_seq",)
+FORGOTTEN_META = ("snapshot_seq", "snapshot_run")  # a new run: snapshots say so (run, seq)
 
 
 @dataclass(frozen=True, slots=True)

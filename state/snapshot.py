@@ -12,12 +12,18 @@ from typing import Any
 from state.store import Store, Txn
 
 
-def next_seq(store: Store) -> int:
-    """Increment and return this node run's snapshot sequence number."""
+def next_seq(store: Store, now: int) -> tuple[int, int]:
+    """Increment this node run's snapshot sequence number; returns it and the run's id,
+    the ``takenAt`` of the run's first snapshot (a run starts both anew: a store kept from
+    the previous run forgets them, ``state.restore``)."""
     with store.write() as t:
         seq = (t.get("meta", "snapshot_seq") or 0) + 1
         t.put("meta", "snapshot_seq", seq)
-    return seq
+        run = t.get("meta", "snapshot_run")
+        if run is None:
+            run = now
+            t.put("meta", "snapshot_run", run)
+    return seq, int(run)
 
 
 def _brokers(t: Txn) -> dict[str, Any]:
@@ -54,7 +60,8 @@ def tables(t: Txn) -> dict[str, Any]:
 
 
 def take_snapshot(store: Store, node_name: str, now: int) -> dict[str, Any]:
-    """{"node", "seq", "takenAt", "tables"}; `seq` increases by one per call."""
-    seq = next_seq(store)
+    """{"node", "run", "seq", "takenAt", "tables"}; `seq` increases by one per call, `run`
+    is the same for every snapshot of one node run."""
+    seq, run = next_seq(store, now)
     with store.read() as t:
-        return {"node": node_name, "seq": seq, "takenAt": now, "tables": tables(t)}
+        return {"node": node_name, "run": run, "seq": seq, "takenAt": now, "tables": tables(t)}

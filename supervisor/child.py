@@ -72,12 +72,11 @@ class Child:
         self.emit = emit
         self.state = "stopped"
         self.want_up = False
-        self.restarts = 0
+        self.restarts = 0  # starts by the supervisor itself after a death (crash or kill)
         self.last_exit = ""
         self.probe_s: float | None = None  # how long the last answered probe took
         self.run: _Run | None = None
         self.restart_at: float | None = None
-        self._spawned_once = False
         self._requested_death = False
 
     # ------------------------------------------------------------ queries
@@ -220,6 +219,7 @@ class Child:
         if self.run is None:
             if self.restart_at is not None and now >= self.restart_at:
                 self.restart_at = None
+                self.restarts += 1
                 self._spawn(now)
             return
         self._tick_stop(now)
@@ -250,9 +250,6 @@ class Child:
             self.want_up = False
             self._set_state("failed", self.last_exit)
             return
-        if self._spawned_once:
-            self.restarts += 1
-        self._spawned_once = True
         self.want_up = True
         ready = spec.port is None and spec.ready_marker is None
         self.run = _Run(proc, now, ready=ready, next_probe=now,

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from cluster.core.config import ClusterConfig, load_cluster
+from cluster.core.durations import duration
 from cluster.core.errors import UserError
 from supervisor.child import ChildSpec
 from supervisor.control_client import ControlClient, ControlError, ControlUnavailable
@@ -23,6 +24,8 @@ BROKER_SIM = "broker-sim"
 ADDR_SERVICE = "addr-service"
 REDRAW_S = 0.5
 POLL_S = 0.1
+GONE_POLL_TIMEOUT_S = 0.5  # a supervisor that is still there answers `status` well within this
+KILL_WAIT_S = 10.0  # how long `kill` waits to see the node die by default
 _commands: dict[str, argparse.ArgumentParser] = {}
 
 
@@ -56,7 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(kill)
     kill.add_argument("node", metavar="NODE")
     kill.add_argument("--signal", "-s", default="KILL", help="signal name or number (KILL)")
-    kill.set_defaults(func=cmd_node, action="kill")
+    _wait_flags(kill)
+    kill.set_defaults(func=cmd_kill)
     reload = sub.add_parser("reload", help="take the cluster file's node list again: start "
                                            "added nodes, stop removed ones")
     _common(reload)
@@ -68,15 +72,16 @@ def _common(p: argparse.ArgumentParser, json: bool = True) -> None:
                    help="cluster file (default ./cluster.yaml, else the repository's)")
     if json:
         p.add_argument("--json", action="store_true", help="print the reply as JSON")
-        p.add_argument("--timeout", type=float, default=5.0,
-                       help="seconds to wait for the supervisor to answer (5)")
+        p.add_argument("--timeout", type=duration, default=5.0,
+                       help="how long to wait for the supervisor to answer (5s)")
 
 
 def _wait_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-wait", dest="wait", action="store_false",
                    help="return once the request is accepted")
-    p.add_argument("--wait-timeout", type=float, default=None, metavar="S",
-                   help="seconds to wait for the node to get there (stop grace or readiness)")
+    p.add_argument("--wait-timeout", type=duration, default=None, metavar="D",
+                   help="how long to wait for the node to get there, e.g. 30s (default: "
+                        "60s; the stop grace + 5s for `stop`; 10s for `kill`)")
 
 
 # ------------------------------------------------------------------ up
@@ -214,16 +219,19 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _node_line(n: dict[str, Any]) -> str:
+def _node_state(n: dict[str, Any]) -> str:
     pid = n.get("pid") or "-"
     extra = f", last exit: {n['last_exit']}" if n.get("last_exit") else ""
-    return f"{n['name']}: {n['state']} (pid {pid}, restarts {n['restarts']}{extra})"
+    return f"{n['state']} (pid {pid}, restarts {n['restarts']}{extra})"
+
+
+def _node_line(n: dict[str, Any]) -> str:
+    return f"{n['name']}: {_node_state(n)}"
 
 
 def cmd_node(args: argparse.Namespace) -> int:
-    extra = {"signal": args.signal} if args.action == "kill" else {}
     with _client(args) as client:
-        reply = client.call(args.action, args.node, **extra)
+        reply = client.call(args.action, args.node)
         old_pid = reply["node"].get("pid")
         target: dict[str, Callable[[dict[str, Any]], bool]] = {
             "start": _is_running, "stop": _is_stopped,
@@ -231,6 +239,30 @@ def cmd_node(args: argparse.Namespace) -> int:
         if args.action in target and args.wait:
             reply = _wait_for(client, args, target[args.action])
     _emit(args, reply, _node_line(reply["node"]))
+    return 0
+
+
+def cmd_kill(args: argparse.Namespace) -> int:
+    """Signal the node's process group, then show the node once the supervisor saw it die
+    (its pid changed), or say that it was signalled and still runs."""
+    with _client(args) as client:
+        reply = client.call("kill", args.node, signal=args.signal)
+        old = reply["node"]
+        sent = f"{args.node}: sent {reply['signal']} to process group {old.get('pgid')}"
+        if not args.wait:
+            _emit(args, reply, sent)
+            return 0
+        timeout = args.wait_timeout or KILL_WAIT_S
+        try:
+            reply = {**reply, **_wait_for(client, args, lambda n: n.get("pid") != old["pid"],
+                                          timeout)}
+        except ControlError:
+            node = client.node_status(args.node)
+            reply = {**reply, "node": node}
+            _emit(args, reply, f"{sent}; still {node['state']} (pid {node.get('pid')}) "
+                               f"after {timeout:g}s")
+            return 0
+    _emit(args, reply, f"{sent}; now {_node_state(reply['node'])}")
     return 0
 
 
@@ -267,8 +299,9 @@ def _is_stopped(n: dict[str, Any]) -> bool:
 
 
 def _wait_for(client: ControlClient, args: argparse.Namespace,
-              done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-    deadline = time.monotonic() + (args.wait_timeout or 60.0)
+              done: Callable[[dict[str, Any]], bool],
+              timeout: float | None = None) -> dict[str, Any]:
+    deadline = time.monotonic() + (timeout or args.wait_timeout or 60.0)
     while True:
         node = client.node_status(args.node)
         if done(node):
@@ -280,7 +313,7 @@ def _wait_for(client: ControlClient, args: argparse.Namespace,
 
 def _wait_gone(client: ControlClient, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    client.timeout = min(client.timeout, 1.0)
+    client.set_timeout(min(client.timeout, GONE_POLL_TIMEOUT_S))
     while time.monotonic() < deadline:
         try:
             client.request("status")

@@ -40,6 +40,13 @@ class ControlClient(Closing):
             self._sock.close(linger=0)
             self._sock = None
 
+    def set_timeout(self, timeout: float) -> None:
+        """Wait at most ``timeout`` from the next request on (the socket is made anew: its
+        send and receive timeouts are fixed when it is made)."""
+        if timeout != self.timeout:
+            self.timeout = timeout
+            self.close()
+
     def _socket(self) -> zmq.Socket:
         if self._sock is None:
             ms = max(1, int(self.timeout * 1000))

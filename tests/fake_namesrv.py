@@ -82,11 +82,11 @@ class FakeNameServer:
             if self.kind == "java5":
                 return response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                    f" request type {cmd.code} not supported")
-            body = {"node": "fake", "seq": 1, "takenAt": 1, "tables": t}
-            return response_to(cmd, ok, body=orjson.dumps(body))
+            snapshot = {"node": "fake", "seq": 1, "takenAt": 1, "tables": t}
+            return response_to(cmd, ok, body=orjson.dumps(snapshot))
         if cmd.code == RQ.GET_NAMESRV_CONFIG:
-            body = PYNAMESRV_CONFIG if self.kind == "pynamesrv" else JAVA_CONFIG
-            return response_to(cmd, ok, body=body)
+            config = PYNAMESRV_CONFIG if self.kind == "pynamesrv" else JAVA_CONFIG
+            return response_to(cmd, ok, body=config)
         if cmd.code == RQ.GET_BROKER_CLUSTER_INFO:
             brokers = {n: {"cluster": b["cluster"], "brokerName": n,
                            "brokerAddrs": {int(k): a for k, a in b["brokerAddrs"].items()}}
@@ -130,8 +130,9 @@ class FakeNameServer:
 def tables(brokers: dict[str, list[str]], kv: dict[str, dict[str, str]] | None = None,
            cluster: str = "DefaultCluster") -> dict[str, Any]:
     """Snapshot tables of ``{brokerName: [topics]}``: one master each at 10.0.0.<i>:10911."""
-    broker = {n: {"cluster": cluster, "brokerAddrs": {"0": f"10.0.0.{i + 1}:10911"}}
-              for i, n in enumerate(brokers)}
+    broker: dict[str, dict[str, Any]] = {
+        n: {"cluster": cluster, "brokerAddrs": {"0": f"10.0.0.{i + 1}:10911"}}
+        for i, n in enumerate(brokers)}
     topic: dict[str, dict[str, Any]] = {}
     for n, topics in brokers.items():
         for name in topics:

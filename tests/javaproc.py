@@ -1,44 +1,47 @@
-"""Test support: the real Apache RocketMQ 4.9.8 (../shared/java-rocketmq) as processes.
+"""Test support: the real Apache RocketMQ releases (``cluster.peers``) as processes.
 
-NameServer, broker and ``mqadmin`` are started through the package's own
-scripts, in the foreground (``exec java``) inside a new session, so a test's
-teardown kills the whole group. Everything listens on 127.0.0.1 only.
+NameServers, brokers, proxies and ``mqadmin`` are started through the installed
+``pynamesrv peer`` commands, which ``exec`` the JVM: the process a test starts is the
+JVM itself, in a new session, so teardown kills the whole group. Everything listens on
+127.0.0.1 only. ``RELEASE_4`` is the 4.9 line (NameServer and broker 4.9.7, tools and
+client 4.9.8: Maven Central does not serve 4.9.8's NameServer and broker), ``RELEASE_5``
+the newest 5.x release that resolves.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
 from pathlib import Path
 
-from tests.nodeproc import ROOT, free_port, poll_until
+from cluster.peers import java as peers_java
+from cluster.peers.catalog import release
+from tests.nodeproc import PYNAMESRV, free_port, poll_until
 
-JAVA_ROCKETMQ = Path(os.environ.get("PYNAMESRV_JAVA_ROCKETMQ",
-                                    ROOT.parent / "shared" / "java-rocketmq"))
-BOOT_TIMEOUT_S = 60.0
+RELEASE_4 = "4.9"
+RELEASE_5 = "5.5"
+RELEASES = (RELEASE_4, RELEASE_5)
+BOOT_TIMEOUT_S = 90.0
 
 
-def java_rocketmq_missing() -> str:
-    """Why the Java RocketMQ tests cannot run here, or "" when they can."""
-    if not (JAVA_ROCKETMQ / "bin" / "run-namesrv.sh").is_file():
-        return f"no Java RocketMQ at {JAVA_ROCKETMQ}"
-    if shutil.which("java") is None and not os.environ.get("JAVA"):
-        return "no java on PATH"
-    return ""
+def java_missing(rel: str = RELEASE_4) -> str:
+    """Why RocketMQ ``rel`` cannot run here (not installed, and why), or "" when it can."""
+    return peers_java.missing(release(rel))
 
 
 class JavaProcess:
-    """One Java process started by a ``bin/`` script; ``stop()`` kills its group and reaps."""
+    """One peer started by ``pynamesrv peer ...``; ``stop()`` kills its group and reaps."""
 
-    def __init__(self, argv: list[str], workdir: Path, boot_marker: str, log_name: str) -> None:
+    def __init__(self, argv: list[str], workdir: Path, boot_marker: str, log_name: str,
+                 env: dict[str, str] | None = None) -> None:
         self.argv = argv
         self.workdir = workdir
         self.boot_marker = boot_marker
         self.log = workdir / log_name
+        self.env = env or {}
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> JavaProcess:
@@ -46,21 +49,21 @@ class JavaProcess:
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True,
-                                         env={**os.environ, "BINDLO": "1"})
+                                         env={**os.environ, **self.env})
         try:
             poll_until(self._booted, timeout=BOOT_TIMEOUT_S, interval=0.1,
                        what=f"{self.boot_marker!r} in {self.log}")
         except AssertionError:
             self.stop()
             raise AssertionError(
-                f"{self.argv[0]} did not boot:\n{self.output()[-3000:]}") from None
+                f"{' '.join(self.argv[:4])} did not boot:\n{self.output()[-3000:]}") from None
         return self
 
     def _booted(self) -> bool:
         assert self.proc is not None
         if self.proc.poll() is not None:
-            raise AssertionError(f"{self.argv[0]} exited with {self.proc.returncode}:\n"
-                                 f"{self.output()[-3000:]}")
+            raise AssertionError(f"{' '.join(self.argv[:4])} exited with "
+                                 f"{self.proc.returncode}:\n{self.output()[-3000:]}")
         return self.boot_marker in self.output()
 
     def output(self) -> str:
@@ -76,13 +79,19 @@ class JavaProcess:
         self.proc = None
 
 
-class JavaNamesrv(JavaProcess):
-    """The real NameServer 4.9.8 on 127.0.0.1:``port``."""
+def _sets(values: dict[str, str] | None) -> list[str]:
+    return [arg for key, value in (values or {}).items() for arg in ("--set", f"{key}={value}")]
 
-    def __init__(self, workdir: Path, port: int | None = None, heap: str = "256m") -> None:
+
+class JavaNamesrv(JavaProcess):
+    """The real NameServer of ``release`` on 127.0.0.1:``port``."""
+
+    def __init__(self, workdir: Path, port: int | None = None, heap: str = "256m",
+                 release: str = RELEASE_4, props: dict[str, str] | None = None) -> None:
         self.port = port or free_port()
-        argv = [str(JAVA_ROCKETMQ / "bin" / "run-namesrv.sh"), "--port", str(self.port),
-                "--dir", str(workdir), "--heap", heap]
+        self.release = release
+        argv = [PYNAMESRV, "peer", "namesrv", "--release", release, "--port", str(self.port),
+                "--dir", str(workdir), "--heap", heap, *_sets(props)]
         super().__init__(argv, workdir, "The Name Server boot success", "namesrv.out")
 
     @property
@@ -91,29 +100,55 @@ class JavaNamesrv(JavaProcess):
 
 
 class JavaBroker(JavaProcess):
-    """A real broker 4.9.8 (id 0 = master, 1 = slave); ports ``port``, ``port``-2, ``port``+1."""
+    """A real broker (id 0 = master, else slave); ports ``port``, ``port``-2, ``port``+1."""
 
     def __init__(self, workdir: Path, namesrv: str, name: str, cluster: str, broker_id: int,
-                 port: int, heap: str = "512m", settings: dict[str, str] | None = None) -> None:
+                 port: int, heap: str = "512m", settings: dict[str, str] | None = None,
+                 release: str = RELEASE_4, jvm_options: list[str] | None = None) -> None:
         self.port = port
-        argv = [str(JAVA_ROCKETMQ / "bin" / "run-broker.sh"), "--namesrv", namesrv,
+        self.release = release
+        argv = [PYNAMESRV, "peer", "broker", "--release", release, "--namesrv", namesrv,
                 "--dir", str(workdir), "--name", name, "--cluster", cluster,
-                "--id", str(broker_id), "--port", str(port), "--heap", heap]
-        for key, value in (settings or {}).items():
-            argv += ["--set", f"{key}={value}"]
+                "--id", str(broker_id), "--port", str(port), "--heap", heap, *_sets(settings)]
+        argv += [f"--jvm-option={option}" for option in jvm_options or []]
         super().__init__(argv, workdir, "boot success", "broker.out")
 
     @property
     def addr(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def log_file(self) -> Path:
+        return self.workdir / "logs" / "rocketmqlogs" / "broker.log"
 
-def mqadmin(*args: str, home: Path, timeout: float = 60.0,
-            extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``bin/mqadmin ARGS`` (logs under ``home``); returns the finished process."""
-    env = {**os.environ, "MQADMIN_USER_HOME": str(home), **(extra_env or {})}
-    return subprocess.run([str(JAVA_ROCKETMQ / "bin" / "mqadmin"), *args], capture_output=True,
-                          text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+
+class JavaProxy(JavaProcess):
+    """The 5.x proxy in cluster mode: gRPC on ``grpc_port``, remoting on ``remoting_port``."""
+
+    def __init__(self, workdir: Path, namesrv: str, cluster: str, grpc_port: int,
+                 remoting_port: int, release: str = RELEASE_5, heap: str = "512m") -> None:
+        self.grpc_port = grpc_port
+        argv = [PYNAMESRV, "peer", "proxy", "--release", release, "--namesrv", namesrv,
+                "--dir", str(workdir), "--cluster", cluster, "--grpc-port", str(grpc_port),
+                "--remoting-port", str(remoting_port), "--heap", heap]
+        super().__init__(argv, workdir, "rocketmq-proxy startup successfully", "proxy.out")
+
+    @property
+    def grpc_addr(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+
+def mqadmin(*args: str, home: Path, timeout: float = 90.0, release: str = RELEASE_4,
+            keys: bool = True, extra_env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    """``mqadmin ARGS`` of ``release`` (logs under ``home``; signs with conf/tools.yml unless
+    ``keys`` is False); returns the finished process."""
+    argv = [PYNAMESRV, "peer", "mqadmin", "--release", release, "--home", str(home)]
+    if not keys:
+        argv.append("--no-keys")
+    return subprocess.run([*argv, "--", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(extra_env or {})},
+                          stdin=subprocess.DEVNULL)
 
 
 def port_is_free(port: int) -> bool:
@@ -146,46 +181,28 @@ def free_broker_port(taken: set[int], timeout: float = 10.0) -> int:
 def terminate(java: JavaProcess, timeout: float = 60.0) -> int:
     """Stop a Java process gracefully (SIGTERM, shutdown hooks run); its exit code.
 
-    The scripts ``exec`` java in the foreground, so the process is the JVM itself.
+    ``pynamesrv peer`` ``exec``s the JVM, so the process is the JVM itself.
     """
     assert java.proc is not None, "not started"
     java.proc.send_signal(signal.SIGTERM)
     return java.proc.wait(timeout)
 
 
-def rmq_java_base_opts() -> list[str]:
-    """``RMQ_JAVA_BASE_OPTS`` of ``bin/env.sh``: the JVM options every 4.9.8 JVM here needs."""
-    script = f'. "{JAVA_ROCKETMQ}/bin/env.sh" && printf "%s\\n" "${{RMQ_JAVA_BASE_OPTS[@]}}"'
-    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30,
-                         check=True, stdin=subprocess.DEVNULL)
-    return [line for line in out.stdout.splitlines() if line]
-
-
-def java_client_classpath(*dirs: Path) -> str:
-    """``dirs`` followed by every jar of the package's ``lib/`` (the client classpath)."""
-    return os.pathsep.join([*map(str, dirs), str(JAVA_ROCKETMQ / "lib" / "*")])
-
-
-def javac(sources: list[Path], out_dir: Path, timeout: float = 120.0) -> None:
-    """Compile ``sources`` against the package's jars into ``out_dir``; fails with the output."""
+def javac(sources: list[Path], out_dir: Path, rel: str = RELEASE_4,
+          timeout: float = 180.0) -> None:
+    """Compile ``sources`` against the release's client and admin jars into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    javac_bin = shutil.which("javac")
-    assert javac_bin, "no javac on PATH"
-    done = subprocess.run([javac_bin, "-encoding", "UTF-8", "-d", str(out_dir),
-                           "-cp", java_client_classpath(), *map(str, sources)],
+    done = subprocess.run(peers_java.javac_argv(release(rel), sources, out_dir),
                           capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, f"javac failed:\n{done.stdout}\n{done.stderr}"
 
 
 def java_client_argv(main_class: str, class_dir: Path, home: Path, *args: str,
-                     heap: str = "256m") -> list[str]:
+                     heap: str = "256m", rel: str = RELEASE_4) -> list[str]:
     """argv running ``main_class`` (compiled into ``class_dir``) as a RocketMQ client JVM.
 
     Client logs go under ``home`` (``user.home``), as for ``mqadmin``.
     """
-    java = os.environ.get("JAVA") or shutil.which("java") or "java"
-    return [java, "-Xms64m", f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-            *rmq_java_base_opts(), f"-Duser.home={home}",
-            f"-Drocketmq.home.dir={JAVA_ROCKETMQ}",
-            "-cp", java_client_classpath(class_dir), main_class, *args]
+    return peers_java.client_program(release(rel), main_class, class_dir, home, args,
+                                     heap).argv

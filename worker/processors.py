@@ -122,8 +122,13 @@ def get_kvlist_by_namespace(ctx: NodeContext, cmd: RemotingCommand, channel: str
 
 def _register_body(cmd: RemotingCommand, now: int) -> register_body.RegisterBody:
     body = None if cmd.body is None else bytes(cmd.body)  # the full decode wants bytes
-    return register_body.decode_register_body(body, _flag(cmd, "compressed"), cmd.version,
-                                              now_ms=now)
+    return register_body.decode_register_body(body, _compressed(cmd), cmd.version, now_ms=now)
+
+
+def _compressed(cmd: RemotingCommand) -> bool:
+    """The header says so, or the body is a zlib stream: a 5.x broker with
+    compressedRegister=true sends compressed=false (README, compatibility table)."""
+    return register_body.is_compressed(_flag(cmd, "compressed"), cmd.body)
 
 
 def _crc_ok(cmd: RemotingCommand) -> bool:
@@ -149,7 +154,7 @@ def _registration(ctx: NodeContext, cmd: RemotingCommand, now: int
     at all when it will not (slave, unchanged DataVersion, already applied).
     """
     body = cmd.body
-    head = register_body.register_head(body, _flag(cmd, "compressed"), cmd.version, now_ms=now)
+    head = register_body.register_head(body, _compressed(cmd), cmd.version, now_ms=now)
     if head is None or body is None:
         rb = _register_body(cmd, now)
         dv, filters = rb.data_version, rb.filter_servers

@@ -20,9 +20,10 @@ from typing import Any
 from cluster.addr.http import AddressServer
 from cluster.addr.service import AddressService
 from cluster.addr.sources import FixedNodes, NodeSource, SupervisorNodes
-from cluster.audit.cli import add_read_args, duration, read_limits
+from cluster.audit.cli import add_read_args, read_limits
 from cluster.client.targets import add_source_args, parse_namesrv
 from cluster.core.config import REPO_DEFAULT, parse_listen
+from cluster.core.durations import duration
 from cluster.core.errors import UserError
 
 DEFAULT_SUBGROUP = "nsaddr"  # MixAll.WS_DOMAIN_SUBGROUP

@@ -35,6 +35,7 @@ class AddressServer(ThreadingHTTPServer):
     def __init__(self, host: str, port: int, subgroup: str,
                  published: Callable[[], Published]) -> None:
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.host = host
         self.subgroup = subgroup
         self.published = published
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
@@ -42,7 +43,8 @@ class AddressServer(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
+        port = self.server_address[1]
+        host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{port}/rocketmq/{self.subgroup}"
 
     def process_request(self, request: Any, client_address: Any) -> None:

@@ -3,31 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cluster.audit.collector import CollectPlan, Target, TerminalProgress, collect
+from cluster.audit.collector import CollectPlan, RoundResult, Target, TerminalProgress, collect
 from cluster.audit.reader import Kind, ReadLimits
 from cluster.audit.rows import BoundInputs
 from cluster.client.targets import add_source_args, resolve_args
+from cluster.core.durations import duration
 from cluster.core.errors import UserError
 
 if TYPE_CHECKING:
     from cluster.audit.inputs import BadInput
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 EXIT_HOLDS, EXIT_FAILS = 0, 1
-
-
-def duration(text: str) -> float:
-    """Seconds from ``500ms``, ``2s``, ``1.5m``, ``1h`` or a bare number of seconds."""
-    m = _DURATION.match(text)
-    if not m or float(m.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(f"not a positive duration: {text!r} (e.g. 2s, 500ms)")
-    return float(m.group(1)) * _UNIT_S[m.group(2)]
+EXIT_NEVER_ANSWERED = 1  # collect: some node answered in no round (audit run refuses that)
 
 
 def node_spec(text: str) -> Target:
@@ -94,8 +85,9 @@ def _register_run(asub: argparse._SubParsersAction) -> None:
     p = asub.add_parser("run", help="analyse a collection on Spark and give a verdict")
     p.add_argument("dir", help="collection directory or any URI Spark can read")
     p.add_argument("--master", default="local[2]", help="Spark master (local[2])")
-    p.add_argument("--bound", type=float, default=None, metavar="SECONDS",
-                   help="convergence bound (default: heartbeat + scan + expiry from the manifest)")
+    p.add_argument("--bound", type=duration, default=None, metavar="D",
+                   help="convergence bound, e.g. 90s (default: heartbeat + scan + expiry "
+                        "from the manifest)")
     p.add_argument("--report-dir", default=None,
                    help="where to write audit-report.json/.html (default: DIR, or . for a URI)")
     p.add_argument("--driver-memory", default=None, metavar="SIZE",
@@ -134,13 +126,44 @@ def _collect(args: argparse.Namespace) -> int:
         raise UserError("--timeout must not exceed --interval")
     plan = CollectPlan(targets, Path(args.out), args.interval, args.duration, timeout, bound,
                        read_limits(args, timeout))
-    progress = TerminalProgress()
+    progress, answers = TerminalProgress(), Answers([t.name for t in targets])
+
+    def seen(result: RoundResult, total: int) -> None:
+        progress(result, total)
+        answers(result, progress)
+
     try:
-        manifest = collect(plan, progress)
+        manifest = collect(plan, seen)
     finally:
         progress.close()
     print(f"collected {manifest.rounds} rounds from {len(targets)} nodes into {args.out}")
+    if answers.never:
+        print(f"pynamesrv audit: warning: {', '.join(answers.never)} answered in none of the "
+              f"{manifest.rounds} rounds; `audit run` refuses this collection", file=sys.stderr)
+        return EXIT_NEVER_ANSWERED
     return 0
+
+
+class Answers:
+    """Which nodes never answered; warns at once when nobody answered the first round."""
+
+    def __init__(self, nodes: list[str]) -> None:
+        self._never = dict.fromkeys(nodes)
+
+    @property
+    def never(self) -> list[str]:
+        return list(self._never)
+
+    def __call__(self, result: RoundResult, progress: TerminalProgress) -> None:
+        firsts = {n: rows[0] for n, rows in result.rows_by_node.items()}
+        for node, row in firsts.items():
+            if row["available"]:
+                self._never.pop(node, None)
+        if result.round_no == 0 and not any(r["available"] for r in firsts.values()):
+            progress.close()
+            reasons = "; ".join(f"{n}: {r.get('error')}" for n, r in firsts.items())
+            print(f"pynamesrv audit: warning: no node answered the first round ({reasons})",
+                  file=sys.stderr, flush=True)
 
 
 def _run(args: argparse.Namespace) -> int:

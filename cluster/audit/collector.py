@@ -3,7 +3,8 @@
 Each round reads all nodes in parallel, a pynamesrv node by its snapshot (request
 code 60001), any other NameServer through RocketMQ's own codes within a request
 budget; a paused node costs one timeout and never blocks the others. A node that
-does not answer is recorded as unavailable for that round.
+does not answer is recorded as unavailable for that round, and so is one that
+restarted since the previous round (``restarts``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -19,6 +20,7 @@ from typing import IO, Any
 import orjson
 
 from cluster.audit.reader import ClusterReader, NodeRead, ReadLimits
+from cluster.audit.restarts import RestartWatch, is_restart
 from cluster.audit.rows import (
     MANIFEST_NAME,
     BoundInputs,
@@ -56,8 +58,8 @@ class RoundResult:
     def status_line(self) -> str:
         parts = []
         for node, rows in self.rows_by_node.items():
-            up = rows[0]["available"]
-            parts.append(f"{node}:{len(rows) - 1}" if up else f"{node}:DOWN")
+            state = "RESTARTED" if is_restart(rows[0].get("error")) else "DOWN"
+            parts.append(f"{node}:{len(rows) - 1}" if rows[0]["available"] else f"{node}:{state}")
         return " ".join(parts)
 
 
@@ -150,11 +152,18 @@ class CollectionWriter:
 Progress = Callable[[RoundResult, int], None]
 
 
-def run_round(reader: ClusterReader, round_no: int) -> RoundResult:
-    reads = reader.read_round()
-    return RoundResult(round_no, {name: observed_rows(name, round_no, r.asked_at, r.snapshot,
-                                                      r.error) for name, r in reads.items()},
-                       reads)
+def run_round(reader: ClusterReader, round_no: int,
+              restarts: RestartWatch | None = None) -> RoundResult:
+    """One round's rows of every node (a node that restarted since the last round, as
+    ``restarts`` sees it, is unavailable for this one)."""
+    rows, reads = {}, reader.read_round()
+    for name, r in reads.items():
+        snapshot: Mapping[str, Any] | None = r.snapshot
+        error = r.error
+        if restarts is not None:
+            snapshot, error = restarts.check(name, snapshot, error)
+        rows[name] = observed_rows(name, round_no, r.asked_at, snapshot, error)
+    return RoundResult(round_no, rows, reads)
 
 
 def collect(plan: CollectPlan, progress: Progress | None = None,
@@ -164,13 +173,14 @@ def collect(plan: CollectPlan, progress: Progress | None = None,
     writer = CollectionWriter(plan.out_dir, plan.manifest(wall_ms()))
     total = max(1, int(plan.duration_s / plan.interval_s) + 1)
     start = time.monotonic()
+    restarts = RestartWatch()
     try:
         with plan.reader() as reader:
             for round_no in range(total):
                 slot = start + round_no * plan.interval_s
                 if stop.wait(max(0.0, slot - time.monotonic())):
                     break
-                result = run_round(reader, round_no)
+                result = run_round(reader, round_no, restarts)
                 writer.write(result)
                 if progress:
                     progress(result, total)

@@ -12,6 +12,9 @@ pynamesrv node whose snapshot does not fit in a frame (16 MiB). The kind is
 remembered per node until the node fails to answer (it may come back as another
 NameServer).
 
+A snapshot keeps its own fields (``node``, ``run``, ``seq``, ``takenAt``: the node's clock);
+a node read the standard way is dated by the reader's clock when it was asked.
+
 Every request of a node goes over one connection with at most ``concurrency`` in flight,
 and a round sends a node at most ``budget`` requests; its cost (requests, bytes) is in
 each ``NodeRead``. Once any node is read the standard way, every node's tables are
@@ -91,6 +94,7 @@ class NodeRead:
     routes_read: int = 0
     listed: list[str] = field(default_factory=list)
     failure: NodeFailed | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # a snapshot's own fields but tables
 
 
 class NodeFailed(Exception):
@@ -171,8 +175,8 @@ class ClusterReader(PooledClient):
         for n in nodes:
             read = reads[n.name]
             if n.name in answered and read.error is None:
-                read.snapshot = {"node": n.name, "takenAt": read.asked_at,
-                                 "tables": answered[n.name]}
+                meta = read.meta or {"node": n.name, "takenAt": read.asked_at}
+                read.snapshot = {**meta, "tables": answered[n.name]}
             sent, received = self.pool.traffic(n.addr)
             read.sent_bytes = sent - before[n.name][0]
             read.received_bytes = received - before[n.name][1]
@@ -191,6 +195,7 @@ class ClusterReader(PooledClient):
                 if not isinstance(tables, dict):
                     raise NodeFailed("snapshot has no tables")
                 read.listed = list(tables.get("topic") or {})
+                read.meta = {k: v for k, v in snapshot.items() if k != "tables"}
                 return tables
             return await self._standard_base(node, read)
         except NodeFailed as exc:

@@ -1,4 +1,5 @@
-"""``pynamesrv bench``: route and registration throughput against a fresh node or an address."""
+"""``pynamesrv bench``: route and registration throughput of a fresh node (or an address)
+beside the baseline, the Java NameServers and the Rust NameServer, in one run."""
 
 from __future__ import annotations
 
@@ -7,25 +8,41 @@ import json
 import sys
 from pathlib import Path
 
-from cluster.bench.runner import find_rmqload, measure
+from cluster.bench.compare import compare, ratio_lines
+from cluster.bench.runner import JAVA_HEAP, JAVA_PREFIX, find_rmqload, measure
 from cluster.bench.workloads import DEFAULT, WORKLOADS
+from cluster.core.durations import duration, go_duration
 from cluster.core.errors import UserError
+from cluster.peers.catalog import RELEASES
+
+JAVA_DEFAULT = tuple(r.name for r in RELEASES.values() if r.in_setup)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="benchmark a node (rmqload workloads) against the baseline")
+    p = sub.add_parser("bench", help="benchmark a node (rmqload workloads) beside its peers")
     p.add_argument("-w", "--workload", action="append", choices=sorted(WORKLOADS),
                    help=f"workload (repeatable; default: {', '.join(DEFAULT)})")
     p.add_argument("-a", "--addr", help="measure a running server instead of a fresh node")
     p.add_argument("--baseline", action="store_true",
                    help="also measure the fixed-response uvloop server (Python's speed limit)")
     p.add_argument("--java", action="store_true",
-                   help="also measure the real Java NameServer 4.9.8 (../shared/java-rocketmq, "
-                        "1 GB heap), same workloads, same run")
-    p.add_argument("--java-warmup", default="30s",
+                   help="also measure the real Java NameServers (4.9 and 5.x, installed from "
+                        "Maven Central by `pynamesrv peer install`), same workloads, same run")
+    p.add_argument("--java-release", action="append", choices=sorted(RELEASES),
+                   help="with --java: which releases (repeatable; default: "
+                        f"{', '.join(JAVA_DEFAULT)})")
+    p.add_argument("--java-heap", default=JAVA_HEAP, help=f"Java heap (default {JAVA_HEAP})")
+    p.add_argument("--java-warmup", type=duration, default=30.0,
                    help="warm-up for the Java side (its JIT needs it; default 30s)")
-    p.add_argument("--warmup", default="3s")
-    p.add_argument("--duration", default="10s")
+    p.add_argument("--rust", action="store_true",
+                   help="also measure the Rust NameServer (crates.io rocketmq-namesrv; "
+                        "installed on first use, compiling for about 12 minutes)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="run every target this many times, in alternating order; report "
+                        "medians and the spread (default 1)")
+    p.add_argument("--warmup", type=duration, default=3.0, help="warm-up per workload (3s)")
+    p.add_argument("--duration", type=duration, default=10.0,
+                   help="measured time per workload (10s)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="node setting for the fresh node (e.g. businessWorkers=2)")
     p.add_argument("--rmqload", help="path to an rmqload binary")
@@ -44,29 +61,43 @@ def _props(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+def _targets(args: argparse.Namespace, workload: str) -> list[str]:
+    targets = ["node"]
+    if args.baseline and workload.startswith("route"):
+        targets.append("baseline")
+    if args.java:
+        targets += [f"{JAVA_PREFIX}{r}" for r in args.java_release or JAVA_DEFAULT]
+    if args.rust:
+        targets.append("rust")
+    return targets
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.rounds < 1:
+        raise UserError(f"--rounds {args.rounds}: must be 1 or more")
     binary = find_rmqload(args.rmqload)
     props = _props(args.set)
     results = []
-    for name in args.workload or DEFAULT:
-        targets = ["node"]
-        if args.baseline and name.startswith("route"):
-            targets.append("baseline")
-        if args.java:
-            targets.append("java")
-        for target in targets:
-            warmup = args.java_warmup if target == "java" else args.warmup
-            r = measure(binary, WORKLOADS[name], target, props, warmup, args.duration,
-                        args.addr)
-            results.append(r)
-            if not args.json:
-                print(_row(r), flush=True)
-    _ratios(results)
+    for round_no in range(args.rounds):
+        for name in args.workload or DEFAULT:
+            targets = _targets(args, name)
+            shift = round_no % len(targets)
+            for target in targets[shift:] + targets[:shift]:  # alternate the order per round
+                warmup = args.java_warmup if target.startswith(JAVA_PREFIX) else args.warmup
+                r = measure(binary, WORKLOADS[name], target, props, go_duration(warmup),
+                            go_duration(args.duration), args.addr, args.java_heap)
+                r["round"] = round_no
+                results.append(r)
+                if not args.json:
+                    print(_row(r), flush=True)
+    ratios = compare(results)
+    for line in ratio_lines(ratios):
+        print(line, file=sys.stderr)
     if args.out:
-        args.out.write_text(json.dumps(results, indent=1))
+        args.out.write_text(json.dumps({"results": results, "ratios": ratios}, indent=1))
     if args.json:
-        json.dump([{k: v for k, v in r.items() if k != "raw"} for r in results], sys.stdout,
-                  indent=1)
+        json.dump({"results": [{k: v for k, v in r.items() if k != "raw"} for r in results],
+                   "ratios": ratios}, sys.stdout, indent=1)
         print()
     return 0 if all(not r.get("errors") for r in results) else 1
 
@@ -83,20 +114,3 @@ def _row(r: dict) -> str:
         parts.append(f"server cpu {r['server_cpu_util']:.2f} peak pss {r['server_peak_pss_mb']} MB")
     parts.append(f"client cpu {r.get('client_cpu')} errors {r.get('errors')}")
     return " | ".join(parts)
-
-
-def _ratios(results: list[dict]) -> None:
-    """Node over baseline and over Java, per workload and side, from this run."""
-    by = {(r["workload"], r["target"]): r for r in results}
-    for (name, target), r in by.items():
-        if target != "node":
-            continue
-        for other, field in (("baseline", "fraction_of_baseline"), ("java", "ratio_to_java")):
-            ref = by.get((name, other))
-            for side in ("route", "register"):
-                if ref is None or side not in r or not (ref.get(side) or {}).get("rate"):
-                    continue
-                ratio = (r[side]["rate"] or 0) / ref[side]["rate"]
-                key = field if side == "route" else f"{field}_{side}"
-                r[key] = round(ratio, 3)
-                print(f"{name}: node {side} = {ratio:.2f} x {other}", file=sys.stderr)

@@ -34,6 +34,7 @@ import orjson
 from cluster.bench.runner import free_port
 from cluster.client.connection import split_addrs
 from cluster.client.fanout import BrokerIdentity, BrokerOuterAPI, RegisterPayload
+from cluster.core.durations import duration
 
 WHO = BrokerIdentity("BenchCluster", "bench-broker", "127.0.0.1:30911", 0, "127.0.0.1:30912")
 
@@ -151,8 +152,9 @@ def _print(report: dict[str, Any]) -> None:
                   f"{row['failed_rounds']:>8}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m cluster.bench.fanout",
+                                description=__doc__.split("\n\n")[0])
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("-n", "--namesrv", help='"host:port;host:port;..." of running nodes')
     src.add_argument("--spawn", type=int, help="start this many local nodes for the run")
@@ -160,10 +162,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--big", type=int, default=10000, help="topics of the big broker")
     p.add_argument("--rounds", type=int, default=200, help="fan-outs per small case")
     p.add_argument("--big-rounds", type=int, default=20, help="fan-outs per big case")
-    p.add_argument("--timeout", type=float, default=10.0, help="fan-out timeout, seconds")
+    p.add_argument("--timeout", type=duration, default=10.0, help="fan-out timeout (10s)")
     p.add_argument("--compressed", action="store_true", help="compressed register bodies")
     p.add_argument("--json", action="store_true")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.namesrv:
         report = run(split_addrs(args.namesrv), args)
     else:

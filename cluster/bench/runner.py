@@ -18,13 +18,16 @@ from pathlib import Path
 from cluster.bench.sampler import TreeSampler
 from cluster.bench.workloads import Workload, summary
 from cluster.core.errors import UserError
+from cluster.peers import java as peers_java
+from cluster.peers import rust
+from cluster.peers.catalog import Release, release
 
 ROOT = Path(__file__).resolve().parents[2]
 RMQLOAD_SRC = ROOT.parent / "shared" / "tools" / "rmqload"
-JAVA_ROCKETMQ = ROOT.parent / "shared" / "java-rocketmq"  # the real Apache RocketMQ 4.9.8
 JAVA_HEAP = "1g"
-BOOT_S = 60.0
+BOOT_S = 90.0
 CACHE = ROOT / ".cache" / "rmqload"
+JAVA_PREFIX = "java-"  # a target "java-5.5" is the Java NameServer of release 5.5
 
 
 def find_rmqload(explicit: str | None) -> Path:
@@ -55,16 +58,20 @@ def free_port() -> int:
 
 
 @contextmanager
-def started_server(kind: str, props: dict[str, str]) -> Iterator[tuple[str, int]]:
-    """A fresh server process: "node", "baseline" or "java" (the real NameServer 4.9.8,
-    ``run-namesrv.sh --heap 1g`` from ../shared/java-rocketmq); yields (address, pid)."""
+def started_server(kind: str, props: dict[str, str],
+                   java_heap: str = JAVA_HEAP) -> Iterator[tuple[str, int]]:
+    """A fresh server process: "node", "baseline", "java-<release>" (the real Java
+    NameServer from ``cluster.peers``) or "rust" (the Rust NameServer); yields
+    (address, pid)."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="pynamesrv-bench-") as tmp:
-        argv = _server_argv(kind, port, Path(tmp), props)
-        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                                stderr=subprocess.STDOUT if kind == "java" else None)
+        argv, env = _server_argv(kind, port, Path(tmp), props, java_heap)
+        proc = subprocess.Popen(argv, cwd=tmp, stdout=subprocess.PIPE, text=True, env=env,
+                                stderr=subprocess.DEVNULL if kind == "rust" else (
+                                    subprocess.STDOUT if kind.startswith(JAVA_PREFIX)
+                                    else None))
         try:
-            _wait_boot(kind, proc)
+            _wait_boot(kind, proc, port)
             yield f"127.0.0.1:{port}", proc.pid
         finally:
             proc.terminate()
@@ -75,22 +82,45 @@ def started_server(kind: str, props: dict[str, str]) -> Iterator[tuple[str, int]
                 proc.wait()
 
 
-def _server_argv(kind: str, port: int, tmp: Path, props: dict[str, str]) -> list[str]:
+def _server_argv(kind: str, port: int, tmp: Path, props: dict[str, str], java_heap: str
+                 ) -> tuple[list[str], dict[str, str] | None]:
     if kind == "node":
         cfg = tmp / "namesrv.properties"
         cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         return [sys.executable, "-m", "worker.node", "--exit-with-parent", "--port", str(port),
-                "--data-dir", str(tmp), "--config", str(cfg), "--name", "bench"]
-    if kind == "java":
-        script = JAVA_ROCKETMQ / "bin" / "run-namesrv.sh"
-        if not script.is_file():
-            raise UserError(f"--java: no Java RocketMQ at {JAVA_ROCKETMQ}")
-        return [str(script), "--port", str(port), "--dir", str(tmp / "java"), "--heap", JAVA_HEAP]
-    return [sys.executable, "-m", "cluster.bench.baseline", str(port)]
+                "--data-dir", str(tmp), "--config", str(cfg), "--name", "bench"], None
+    if kind.startswith(JAVA_PREFIX):
+        rel = _release(kind.removeprefix(JAVA_PREFIX))
+        why = peers_java.missing(rel, "namesrv")
+        if why:
+            raise UserError(f"--java: {why}")
+        cmd = peers_java.namesrv(rel, port, tmp / "java", heap=java_heap)
+        return cmd.argv, cmd.environ()
+    if kind == "rust":
+        if rust.installed() is None:
+            print("bench: installing the Rust NameServer first (cargo install; about 12 "
+                  "minutes on 2 cores)", file=sys.stderr, flush=True)
+            try:
+                rust.install()
+            except rust.RustInstallFailed as exc:
+                raise UserError(f"--rust: {exc}") from None
+        return rust.namesrv_argv(port, tmp / "rust"), None
+    return [sys.executable, "-m", "cluster.bench.baseline", str(port)], None
 
 
-def _wait_boot(kind: str, proc: subprocess.Popen[str]) -> None:
-    """Read the server's output until its boot line (a line with "success" or "ready")."""
+def _release(name: str) -> Release:
+    try:
+        return release(name)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _wait_boot(kind: str, proc: subprocess.Popen[str], port: int) -> None:
+    """Until the server's boot line (a line with "success" or "ready"), or, for the Rust
+    NameServer, which prints no such line, until its port takes connections."""
+    if kind == "rust":
+        _wait_port(proc, port)
+        return
     assert proc.stdout is not None
     seen: list[str] = []
     deadline = time.monotonic() + BOOT_S
@@ -101,11 +131,23 @@ def _wait_boot(kind: str, proc: subprocess.Popen[str]) -> None:
         if not line:
             break
         if "success" in line or "ready" in line:
-            if kind == "java":  # its output is not read any more: let it go nowhere
+            if kind.startswith(JAVA_PREFIX):  # its output is not read any more: let it go
                 threading.Thread(target=proc.stdout.read, daemon=True).start()
             return
         seen.append(line.strip())
     raise UserError(f"{kind} server did not start: {' | '.join(seen[-5:])!r}")
+
+
+def _wait_port(proc: subprocess.Popen[str], port: int) -> None:
+    deadline = time.monotonic() + BOOT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise UserError(f"the Rust NameServer exited with {proc.returncode}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise UserError(f"the Rust NameServer did not listen on {port} within {BOOT_S:.0f} s")
 
 
 def run_rmqload(binary: Path, w: Workload, addr: str, warmup: str, duration: str) -> dict:
@@ -120,14 +162,14 @@ def run_rmqload(binary: Path, w: Workload, addr: str, warmup: str, duration: str
 
 
 def measure(binary: Path, w: Workload, target: str, props: dict[str, str], warmup: str,
-            duration: str, addr: str | None = None) -> dict:
+            duration: str, addr: str | None = None, java_heap: str = JAVA_HEAP) -> dict:
     """One workload against a fresh server of kind ``target`` (or a given address)."""
     if addr:
         result = run_rmqload(binary, w, addr, warmup, duration)
         return {"workload": w.name, "target": addr, **summary(result), "raw": result}
-    with started_server(target, props) as (address, pid), TreeSampler(pid) as sampler:
+    with started_server(target, props, java_heap) as (address, pid), \
+            TreeSampler(pid) as sampler:
         result = run_rmqload(binary, w, address, warmup, duration)
     return {"workload": w.name, "target": target, **summary(result),
             "server_cpu_util": round(sampler.cpu_util, 3),
-            "server_peak_pss_mb": round(sampler.peak_bytes / 2**20, 1),
-            "java_4_9_7": w.java_4_9_7, "raw": result}
+            "server_peak_pss_mb": round(sampler.peak_bytes / 2**20, 1), "raw": result}

@@ -12,8 +12,9 @@ Vocabulary used here:
   samples with ``value["brokers"]`` (sorted broker names);
 * KV: ``kv_put`` with ``value = {"ns","key","value"}``; ``kv_read`` and
   ``snapshot`` carry ``value["kv"] = {ns: {key: value}}``;
-* run facts from process ``runner``: ``start`` (nodes, brokers, timing),
-  ``orphans`` (``value["alive"]``), ``audit`` (outcome = verdict).
+* run facts from process ``runner``: ``start`` (nodes, brokers, timing, the
+  number of ``planned`` faults), ``orphans`` (``value["alive"]``), ``audit``
+  (outcome = verdict).
 """
 
 from __future__ import annotations
@@ -401,7 +402,24 @@ def check_route_success_rate(view: HistoryView, cfg: CheckConfig) -> CheckResult
                    f"< {cfg.min_route_success:.0%}")
 
 
+def check_faults_applied(view: HistoryView, cfg: CheckConfig) -> CheckResult:
+    """The run tested something: at least one fault of its schedule was applied."""
+    applies = [o for o in view.ops if o.process == NEMESIS and isinstance(o.value, dict)
+               and o.value.get("phase") == "apply"]
+    done = sum(1 for o in applies if o.outcome == "ok")
+    start = view.start.value if view.start is not None else None
+    planned = start.get("planned", len(applies)) if isinstance(start, dict) else len(applies)
+    failed = [_brief(o) for o in applies if o.outcome != "ok"]
+    text = f"{done} of {planned} planned faults applied"
+    if done:
+        return CheckResult("faults_applied", "run", True, text, failed[:MAX_EVIDENCE])
+    return CheckResult("faults_applied", "run", False,
+                       f"no fault was applied ({text}): the run tested nothing",
+                       [{"planned": planned, "applied": 0}, *failed[:MAX_EVIDENCE]])
+
+
 CHECKERS: tuple[Callable[[HistoryView, CheckConfig], CheckResult], ...] = (
+    check_faults_applied,
     check_unfaulted_nodes_answered,
     check_answered_or_closed,
     check_acked_kv_writes_survive,

@@ -12,23 +12,15 @@ import orjson
 
 from cluster.chaos.all_checks import run_checks
 from cluster.chaos.checkers import CheckConfig, HistoryView, config_from_history
+from cluster.chaos.cluster_file import planned_cluster
 from cluster.chaos.history import read_history
 from cluster.chaos.load_plan import DEFAULT_BROKERS, DEFAULT_READS, DEFAULT_TOPICS, LoadPlan
-from cluster.chaos.runner import ChaosOptions, run_chaos, timing_for
-from cluster.chaos.schedule import SCENARIOS, build_schedule
-from cluster.core.config import ClusterConfig, load_cluster
+from cluster.chaos.runner import ChaosOptions, plan_schedule, run_chaos
+from cluster.chaos.schedule import SCENARIOS
+from cluster.core.argtypes import int_range
+from cluster.core.config import ClusterConfig
+from cluster.core.durations import duration, duration_or_zero
 from cluster.core.errors import UserError
-
-
-def _duration(text: str) -> float:
-    scale = {"s": 1.0, "m": 60.0}.get(text[-1:])
-    try:
-        value = float(text[:-1]) * scale if scale else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 45, 45s, 2m)") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("duration must be positive")
-    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     run = csub.add_parser("run", help="run a scenario against a fresh local cluster")
     _schedule_args(run)
     run.add_argument("--out", metavar="DIR", help="output directory (default chaos-out/...)")
-    run.add_argument("--brokers", type=int, default=2, help="simulated brokers (2)")
+    run.add_argument("--brokers", type=int_range(1, 1000), default=2,
+                     help="simulated brokers (2)")
     run.add_argument("--no-audit", dest="audit", action="store_false",
                      help="skip the consistency audit (Spark) at the end of the run")
     run.set_defaults(func=cmd_run)
@@ -55,24 +48,29 @@ def _schedule_args(p: argparse.ArgumentParser) -> None:
                    help="one of: " + ", ".join(SCENARIOS))
     p.add_argument("--seed", type=int, default=None,
                    help="seed; the same seed replays (default: a random one, printed)")
-    p.add_argument("--duration", type=_duration, default=60.0, metavar="D",
-                   help="run length, e.g. 45s or 2m (60s)")
+    p.add_argument("--duration", type=duration, default=60.0, metavar="D",
+                   help="run length, e.g. 45s or 2m (60s); a duration too short for the "
+                        "scenario's first fault is refused with the minimum")
     p.add_argument("-c", "--config", metavar="FILE",
-                   help="cluster file (default ./cluster.yaml, else the repository's)")
-    p.add_argument("--margin", type=float, default=None, metavar="S",
-                   help="slack added to every liveness deadline (max(2, heartbeat/4))")
+                   help="test the nodes, ports and timings of this cluster file (data still "
+                        "goes under the run's directory); default: a cluster of the run's own "
+                        "on free ports, with short timings")
+    p.add_argument("--margin", type=duration_or_zero, default=None, metavar="D",
+                   help="slack added to every liveness deadline (max(2s, heartbeat/4))")
     load = p.add_argument_group("production load (--load)")
     load.add_argument("--load", action="store_true",
                       help="run the scenario under load: master/slave brokers with compressed "
                            "registrations on every node plus pipelined route reads")
-    load.add_argument("--load-brokers", type=int, default=DEFAULT_BROKERS, metavar="N",
+    load.add_argument("--load-brokers", type=int_range(2, 100_000), default=DEFAULT_BROKERS,
+                      metavar="N",
                       help=f"target brokers, in master/slave pairs ({DEFAULT_BROKERS})")
-    load.add_argument("--load-topics", type=int, default=DEFAULT_TOPICS, metavar="N",
+    load.add_argument("--load-topics", type=int_range(1, 100_000), default=DEFAULT_TOPICS,
+                      metavar="N",
                       help=f"topics per broker ({DEFAULT_TOPICS})")
     load.add_argument("--load-reads", type=float, default=DEFAULT_READS, metavar="R",
                       help=f"target successful route reads per second, all nodes "
                            f"({DEFAULT_READS:g})")
-    load.add_argument("--heartbeat", type=_duration, default=None, metavar="D",
+    load.add_argument("--heartbeat", type=duration, default=None, metavar="D",
                       help="heartbeat period of the load's brokers, e.g. 5s "
                            "(default: brokers.heartbeat_ms of the cluster file)")
 
@@ -96,33 +94,36 @@ def _seed(args: argparse.Namespace) -> int:
     return int(args.seed)
 
 
+def _options(args: argparse.Namespace, cfg: ClusterConfig, out: Path) -> ChaosOptions:
+    return ChaosOptions(args.scenario, _seed(args), args.duration, out, args.config,
+                        getattr(args, "brokers", 2), args.margin,
+                        lambda line: print(line, flush=True),
+                        audit=getattr(args, "audit", True), load=load_plan(args, cfg))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    _seed(args)
-    if args.brokers < 1:
-        raise UserError("--brokers must be at least 1")
-    plan = load_plan(args, load_cluster(args.config))
+    cfg = planned_cluster(args.config)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = Path(args.out or f"chaos-out/{args.scenario}-{args.seed}-{stamp}")
-    opts = ChaosOptions(args.scenario, args.seed, args.duration, out, args.config,
-                        args.brokers, args.margin, lambda line: print(line, flush=True),
-                        audit=args.audit, load=plan)
-    report = run_chaos(opts)
+    out = Path(args.out or f"chaos-out/{args.scenario}-{_seed(args)}-{stamp}")
+    report = run_chaos(_options(args, cfg, out))  # a too short duration: refused, nothing made
     if report.interrupted:
         return 130
     return 0 if report.ok else 1
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    cfg = load_cluster(args.config)
-    brokers = [f"chaos-broker-{i}" for i in range(2)]
-    schedule = build_schedule(args.scenario, _seed(args), [n.name for n in cfg.nodes], brokers,
-                              args.duration, timing_for(cfg, args.margin))
+    """The schedule ``chaos run`` with the same options would apply (same cluster, same
+    refusal of a too short duration)."""
+    cfg = planned_cluster(args.config)
+    opts = _options(args, cfg, Path("."))
+    schedule, timing = plan_schedule(opts, cfg)
     print(f"scenario={schedule.scenario} seed={schedule.seed} "
-          f"schedule={schedule.fingerprint()} faults={len(schedule.events)}")
+          f"schedule={schedule.fingerprint()} faults={len(schedule.events)} "
+          f"duration={args.duration:g}s heartbeat={timing.heartbeat_s:g}s "
+          f"expiry={timing.expiry_s:g}s cluster={args.config or 'its own'}")
     for line in schedule.describe():
         print(line)
-    plan = load_plan(args, cfg)
-    for line in [] if plan is None else plan.describe():
+    for line in [] if opts.load is None else opts.load.describe():
         print(f"load {line}")
     return 0
 

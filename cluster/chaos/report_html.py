@@ -115,7 +115,7 @@ def _schedule_rows(schedule: dict[str, Any], applied: list[Fault]) -> str:
           "" if e.get("undo_at") is None else f"+{e['undo_at']:.1f}s",
           orjson.dumps(e.get("params") or {}).decode(), "ok" if f.ok else "FAILED"]
          for i, (e, f) in enumerate(zip(events, applied, strict=True))],
-        none="none: this scenario injects no faults")
+        none="none: no fault was scheduled, so the run tested nothing")
 
 
 def _verdict(result: dict[str, Any], audit: dict[str, Any] | None) -> str:

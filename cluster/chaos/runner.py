@@ -1,9 +1,10 @@
 """One chaos run: start the cluster, put proxies in front, run workload and nemesis, check.
 
-The run writes into ``out_dir``: ``schedule.json``, ``history.jsonl``,
-``result.json``, ``summary.txt``, ``cluster.log`` and ``audit/`` (the
-observer's snapshots as audit input, and after a completed run the audit's
-``audit-report.json`` and ``.html``, unless ``audit`` is off). Whatever happens
+The run writes into ``out_dir``, which must be new or empty: ``cluster.yaml``
+and ``data/`` (the cluster under test, ``cluster_file``), ``schedule.json``,
+``history.jsonl``, ``result.json``, ``summary.txt``, ``cluster.log`` and
+``audit/`` (the observer's snapshots as audit input, and after a completed run
+the audit's ``audit-report.json`` and ``.html``, unless ``audit`` is off). Whatever happens
 (a failed check, an exception, Ctrl-C or SIGTERM) the cluster is shut down,
 the proxies and clients are closed, and the processes of the run are checked
 and reaped before ``run_chaos`` returns.
@@ -26,6 +27,7 @@ from cluster.audit.rows import BoundInputs
 from cluster.chaos.all_checks import run_checks
 from cluster.chaos.audit import AUDIT_DIR, AuditInput, run_audit
 from cluster.chaos.checkers import CheckConfig, CheckResult, HistoryView
+from cluster.chaos.cluster_file import planned_cluster, write_run_cluster
 from cluster.chaos.cluster_proc import ClusterProcess, ProcessTracker
 from cluster.chaos.faults import FAULTS, FaultContext
 from cluster.chaos.history import NEMESIS, RUNNER, HistoryWriter
@@ -34,11 +36,12 @@ from cluster.chaos.load_checks import load_report, report_lines
 from cluster.chaos.load_plan import LoadPlan
 from cluster.chaos.proxy import ProxyHost, ProxySpec
 from cluster.chaos.report_html import write_report
-from cluster.chaos.schedule import FaultEvent, Schedule, Timing, build_schedule
+from cluster.chaos.schedule import FaultEvent, Schedule, Timing, TooShort, build_schedule
 from cluster.chaos.workload import Workload, WorkloadOptions
 from cluster.client.nsclient import NameServerClient
 from cluster.core.clock import wall_ms
 from cluster.core.config import ClusterConfig, load_cluster
+from cluster.core.errors import UserError
 from supervisor.control_client import ControlClient
 
 PROGRESS_EVERY_S = 10.0
@@ -52,7 +55,7 @@ class ChaosOptions:
     seed: int
     duration_s: float
     out_dir: Path
-    config: str | None = None
+    config: str | None = None  # the cluster file to test; None: a cluster of the run's own
     brokers: int = 2
     margin_s: float | None = None
     echo: Callable[[str], None] = print
@@ -129,18 +132,36 @@ class Interrupts:
             raise KeyboardInterrupt
 
 
+def plan_schedule(opts: ChaosOptions, cfg: ClusterConfig) -> tuple[Schedule, Timing]:
+    """The run's schedule and timing for ``cfg``; UserError when the duration is too short."""
+    timing = opts.timing or timing_for(cfg, opts.margin_s)
+    brokers = [f"chaos-broker-{i}" for i in range(opts.brokers)]
+    try:
+        schedule = build_schedule(opts.scenario, opts.seed, [n.name for n in cfg.nodes],
+                                  brokers, opts.duration_s, timing)
+    except TooShort as exc:
+        raise UserError(str(exc)) from None
+    return schedule, timing
+
+
+def fresh_out_dir(out_dir: Path) -> None:
+    """Create ``out_dir``; refuse one that holds anything (a run starts from nothing)."""
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise UserError(f"{out_dir} is not empty; give a new --out (a run starts from "
+                        "empty data)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+
 class ChaosRun:
     def __init__(self, opts: ChaosOptions) -> None:
         self.opts = opts
         self.echo = opts.echo
-        self.cfg = load_cluster(opts.config, for_start=True)
-        self.timing = opts.timing or timing_for(self.cfg, opts.margin_s)
+        self.schedule, self.timing = plan_schedule(opts, planned_cluster(opts.config))
+        fresh_out_dir(opts.out_dir)
+        self.cfg = load_cluster(write_run_cluster(opts.out_dir, opts.config), for_start=True)
         self.nodes = [n.name for n in self.cfg.nodes]
         self.node_addrs = {n.name: n.addr for n in self.cfg.nodes}
         self.brokers = [f"chaos-broker-{i}" for i in range(opts.brokers)]
-        self.schedule = build_schedule(opts.scenario, opts.seed, self.nodes, self.brokers,
-                                       opts.duration_s, self.timing)
-        opts.out_dir.mkdir(parents=True, exist_ok=True)
         self.cluster = ClusterProcess(self.cfg, opts.out_dir / "cluster.log")
         self.tracker = ProcessTracker()
         self.control = ControlClient(self.cfg.control, 5.0)
@@ -167,6 +188,10 @@ class ChaosRun:
         self.echo(f"chaos: scenario={self.schedule.scenario} seed={self.opts.seed} "
                   f"schedule={self.schedule.fingerprint()} duration={self.opts.duration_s:g}s "
                   f"out={self.opts.out_dir}")
+        own = "its own" if self.opts.config is None else f"from {self.opts.config}"
+        self.echo(f"chaos: cluster {self.cfg.path} ({own}): "
+                  + " ".join(f"{n}={a}" for n, a in self.node_addrs.items())
+                  + f", heartbeat {self.timing.heartbeat_s:g}s, expiry {self.timing.expiry_s:g}s")
         for line in self.schedule.describe():
             self.echo(f"  plan {line}")
         for line in [] if self.opts.load is None else self.opts.load.describe():
@@ -227,6 +252,7 @@ class ChaosRun:
             "nodes": self.nodes, "brokers": self.brokers, "timing": self.timing.as_dict(),
             "scenario": self.schedule.scenario, "seed": self.opts.seed,
             "fingerprint": self.schedule.fingerprint(), "client_addrs": client_addrs,
+            "planned": len(self.schedule.events),
             "node_addrs": self.node_addrs, "check": {"grace_s": self._grace_s()}})
         opts = WorkloadOptions(brokers=len(self.brokers), heartbeat_s=self.timing.heartbeat_s,
                                timeout_s=client_timeout(self.timing), seed=self.opts.seed,
@@ -426,8 +452,10 @@ def result_document(report: ChaosReport, opts: ChaosOptions) -> dict[str, Any]:
 
 def summary_text(report: ChaosReport, opts: ChaosOptions) -> str:
     s = report.schedule
+    applied = next((r for r in report.results if r.name == "faults_applied"), None)
     lines = [f"chaos run: scenario={s.scenario} seed={opts.seed} schedule={s.fingerprint()} "
-             f"duration={opts.duration_s:g}s faults={len(s.events)}"]
+             f"duration={opts.duration_s:g}s faults={len(s.events)}"
+             + ("" if applied is None else f" ({applied.summary})")]
     if report.interrupted:
         lines.append("INTERRUPTED: the run did not complete")
     if report.error:
@@ -439,8 +467,9 @@ def summary_text(report: ChaosReport, opts: ChaosOptions) -> str:
         lines.append(f"{tag} {r.kind:<8} {r.name:<26} {r.summary}")
         if not r.ok:
             lines += [f"       evidence: {orjson.dumps(ev).decode()[:400]}" for ev in r.evidence]
-    lines.append(f"RESULT: {'PASS' if report.ok else 'FAIL'} "
-                 f"(replay: --scenario {s.scenario} --seed {opts.seed})")
+    given = "" if opts.config is None else f" -c {opts.config}"
+    lines.append(f"RESULT: {'PASS' if report.ok else 'FAIL'} (replay: --scenario {s.scenario} "
+                 f"--seed {opts.seed} --duration {opts.duration_s:g}s{given})")
     return "\n".join(lines) + "\n"
 
 

@@ -6,12 +6,16 @@ brokers, duration, timing) always gives the same schedule.
 
 Faults run in two lanes so at most one node is faulted at a time (the other
 nodes stay healthy) while broker faults overlap node faults. Every fault is
-undone before ``duration - settle`` so the run ends with a healed cluster.
+undone before ``duration - settle`` so the run ends with a healed cluster; a
+fault's random length is drawn within the room left, so a run holds its
+scenario's first fault from ``minimum_duration`` on, and a shorter run is
+refused (``TooShort``): a run without faults proves nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +31,7 @@ BROKER_FAULTS: tuple[str, ...] = ("broker_crash", "broker_unregister")
 INSTANT_FAULTS: tuple[str, ...] = ("hostile_client",)
 ALL_FAULTS: tuple[str, ...] = NODE_FAULTS + BROKER_FAULTS + INSTANT_FAULTS
 HOSTILE_KINDS: tuple[str, ...] = ("garbage", "oversize", "bad_header", "truncated", "slowloris")
+EPSILON_S = 1e-6  # a run of exactly the minimum duration holds its first fault
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,19 @@ class Timing:
 
     def as_dict(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in self.__slots__}
+
+
+class TooShort(ValueError):
+    """The duration leaves no room for the scenario's first fault; ``minimum`` would."""
+
+    def __init__(self, scenario: str, duration_s: float, minimum_s: float, timing: Timing) -> None:
+        super().__init__(
+            f"scenario {scenario} needs --duration {math.ceil(minimum_s)}s or more with this "
+            f"cluster's timing (heartbeat {timing.heartbeat_s:g}s, scan {timing.scan_s:g}s, "
+            f"expiry {timing.expiry_s:g}s, margin {timing.margin_s:g}s): its first fault and "
+            f"the {timing.settle_s:g}s to settle after the last one do not fit in "
+            f"{duration_s:g}s")
+        self.minimum_s = minimum_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +150,7 @@ class _Plan:
         return round(x, 3)
 
     def fits(self, at: float, length: float) -> bool:
-        return at + length <= self.end
+        return at + length <= self.end + EPSILON_S
 
     def node_fault(self, fault: str, target: str, length: float,
                    params: dict[str, Any] | None = None, gap: float | None = None) -> bool:
@@ -155,21 +173,34 @@ class _Plan:
         return True
 
     def instant(self, fault: str, target: str, at: float, params: dict[str, Any]) -> bool:
-        if not self.start <= at <= self.end:
+        if not self.start <= at <= self.end + EPSILON_S:
             return False
         self.events.append(FaultEvent(self.r(at), fault, target, params, None))
         return True
 
 
-def _node_length(p: _Plan, fault: str) -> float:
-    t = p.timing
+def length_range(fault: str, t: Timing) -> tuple[float, float]:
+    """Shortest and longest length of a node fault (a pause outlasts a heartbeat, ...)."""
     if fault in ("kill_node", "kill_worker"):
-        return t.restart_s
+        return t.restart_s, t.restart_s
     if fault == "pause_node":
-        return p.rng.uniform(t.heartbeat_s, 2 * t.heartbeat_s)
+        return t.heartbeat_s, 2 * t.heartbeat_s
     if fault == "stop_node":
-        return p.rng.uniform(t.margin_s, t.heartbeat_s + t.margin_s)
-    return p.rng.uniform(t.heartbeat_s / 2, 2 * t.heartbeat_s)
+        return t.margin_s, t.heartbeat_s + t.margin_s
+    return t.heartbeat_s / 2, 2 * t.heartbeat_s
+
+
+def _node_length(p: _Plan, fault: str) -> float:
+    """A random length in the fault's range, cut to the room left in the run when the
+    shortest fits (a longer draw would leave the fault out)."""
+    lo, hi = length_range(fault, p.timing)
+    room = p.end - max(p.start, p.node_free_at)
+    return lo if hi <= lo or room <= lo + EPSILON_S else p.rng.uniform(lo, min(hi, room))
+
+
+def crash_length(t: Timing) -> float:
+    """A crashed broker stays down until every live node must have expired it."""
+    return t.expire_within_s + t.margin_s
 
 
 def _node_params(p: _Plan, fault: str) -> dict[str, Any]:
@@ -217,7 +248,7 @@ def _scenario_partition_one_node(p: _Plan) -> None:
 
 
 def _scenario_broker_crash(p: _Plan) -> None:
-    crash_len = p.timing.expire_within_s + p.timing.margin_s
+    crash_len = crash_length(p.timing)
     for broker in p.rng.sample(list(p.brokers), len(p.brokers)):
         if not p.broker_fault("broker_crash", broker, crash_len):
             break
@@ -246,8 +277,7 @@ def _scenario_mixed(p: _Plan) -> None:
     faults = ["kill_node", "pause_node", "net_blackhole", "kill_worker", "net_cut", "stop_node"]
     p.rng.shuffle(faults)
     for fault in faults:
-        if not _random_node_fault(p, fault):
-            break
+        _random_node_fault(p, fault)
     _scenario_broker_crash(p)
     _hostile(p, p.rng.choice(p.nodes), p.rng.uniform(p.start, p.end))
 
@@ -257,8 +287,7 @@ def _scenario_random(p: _Plan) -> None:
         pass
     while True:
         fault = p.rng.choice(BROKER_FAULTS)
-        length = (p.timing.expire_within_s + p.timing.margin_s if fault == "broker_crash"
-                  else p.timing.recover_within_s)
+        length = crash_length(p.timing) if fault == "broker_crash" else p.timing.recover_within_s
         if not p.broker_fault(fault, p.rng.choice(p.brokers), length):
             break
     for _ in range(p.rng.randint(1, 4)):
@@ -277,14 +306,47 @@ SCENARIOS: dict[str, Callable[[_Plan], None]] = {
 }
 
 
+def _shortest(faults: Sequence[str]) -> Callable[[Timing], float]:
+    return lambda t: min(length_range(f, t)[0] for f in faults)
+
+
+def _longest_shortest(faults: Sequence[str]) -> Callable[[Timing], float]:
+    return lambda t: max(length_range(f, t)[0] for f in faults)
+
+
+# The room the first fault of each scenario needs (its shortest length; the longest of
+# those when the first fault is drawn at random).
+FIRST_FAULT_ROOM: dict[str, Callable[[Timing], float]] = {
+    "kill-restart": _shortest(["kill_node"]),
+    "pause-node": _shortest(["pause_node"]),
+    "partition-one-node": _shortest(["net_blackhole"]),
+    "broker-crash": crash_length,
+    "flapping-node": lambda t: max(t.restart_s, t.margin_s, 1.0),
+    "hostile-client": lambda t: t.margin_s,
+    "mixed": _shortest(["kill_node", "pause_node", "net_blackhole", "kill_worker", "net_cut",
+                        "stop_node"]),
+    "random": _longest_shortest(NODE_FAULTS),
+}
+
+
+def minimum_duration(scenario: str, timing: Timing) -> float:
+    """The shortest run that holds the scenario's first fault: the start margin, the
+    fault, and the settle time after it."""
+    return timing.margin_s + FIRST_FAULT_ROOM[scenario](timing) + timing.settle_s
+
+
 def build_schedule(scenario: str, seed: int, nodes: Sequence[str], brokers: Sequence[str],
                    duration_s: float, timing: Timing | None = None) -> Schedule:
-    """The fault schedule of ``scenario`` for ``seed``; raises ValueError on a bad name."""
+    """The fault schedule of ``scenario`` for ``seed``; ValueError on a bad name, TooShort
+    when ``duration_s`` is below ``minimum_duration``."""
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; one of {', '.join(SCENARIOS)}")
     if not nodes or not brokers:
         raise ValueError("a schedule needs at least one node and one broker")
     timing = timing or Timing()
+    minimum = minimum_duration(scenario, timing)
+    if duration_s < minimum:
+        raise TooShort(scenario, duration_s, minimum, timing)
     plan = _Plan(random.Random(f"{scenario}:{seed}"), list(nodes), list(brokers), timing,
                  start=timing.margin_s, end=duration_s - timing.settle_s)
     SCENARIOS[scenario](plan)

@@ -3,8 +3,9 @@
 Every operation becomes one history record per node. Brokers and clients go
 through the fault proxies (``client_addrs``); the observer reads snapshots
 straight from the nodes (``node_addrs``) so it sees what a node holds even
-while its network is faulted. Each observer round also goes, whole, to the
-audit input when there is one.
+while its network is faulted. Each node has its own route readers and its own
+observer thread, so a paused node costs the others nothing; each observer round
+also goes, whole, to the audit input when there is one (``observer``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from cluster.chaos.audit import AuditInput, Observed
 from cluster.chaos.checkers import ABANDONED
 from cluster.chaos.history import OBSERVER, HistoryWriter
 from cluster.chaos.load_plan import LoadPlan, load_observation
+from cluster.chaos.observer import Observer
 from cluster.client.broker_sim import SimBroker, SimOptions, SimStats, broker_identity, make_topics
 from cluster.client.connection import ConnectionPool, IoLoop
 from cluster.client.errors import CallTimeout, ClientError, ProtocolError, RemoteError
@@ -39,7 +41,7 @@ MAX_KV_KEYS = 5000
 @dataclass(frozen=True, slots=True)
 class WorkloadOptions:
     brokers: int = 2
-    readers: int = 1
+    readers: int = 1  # per node
     kv_writers: int = 1
     heartbeat_s: float = 30.0
     timeout_s: float = 3.0
@@ -193,12 +195,16 @@ class Workload:
     def start(self) -> None:
         for name in self.broker_names():
             self.start_broker(name)
-        loops: list[tuple[str, Callable[[str], None]]] = []
-        loops += [(f"reader-{i}", self._reader) for i in range(self.opts.readers)]
-        loops += [(f"kv-{i}", self._kv_writer) for i in range(self.opts.kv_writers)]
+        loops: list[tuple[str, Callable[[], None]]] = []
+        for node, addr in self.client_addrs.items():
+            suffix = "" if self.opts.readers == 1 else "-{i}"
+            loops += [(f"reader-{node}{suffix.format(i=i)}", partial(self._reader, node, addr))
+                      for i in range(self.opts.readers)]
+        loops += [(f"kv-{i}", partial(self._kv_writer, f"kv-{i}"))
+                  for i in range(self.opts.kv_writers)]
         loops.append((OBSERVER, self._observer))
         for name, fn in loops:
-            t = threading.Thread(target=fn, args=(name,), name=f"chaos-{name}", daemon=True)
+            t = threading.Thread(target=fn, name=f"chaos-{name}", daemon=True)
             self._threads.append(t)
             t.start()
 
@@ -244,13 +250,14 @@ class Workload:
         self.history.record(process, op, node, "ok", {**value, **result}, start)
         return None
 
-    def _reader(self, process: str) -> None:
-        client = self._client(list(self.client_addrs.values()))
+    def _reader(self, node: str, addr: str) -> None:
+        """Route reads of one node, at its own pace."""
+        process = threading.current_thread().name.removeprefix("chaos-")
+        client = self._client([addr])
         try:
             while not self._stop.is_set():
-                for node, addr in self.client_addrs.items():
-                    self._call(process, "route", node, {"topic": ROUTE_TOPIC},
-                               partial(_route_brokers, client, addr))
+                self._call(process, "route", node, {"topic": ROUTE_TOPIC},
+                           partial(_route_brokers, client, addr))
                 self._stop.wait(self.opts.read_interval_s)
         finally:
             client.close()
@@ -275,7 +282,7 @@ class Workload:
             self._kv_seq += 1
             seq = self._kv_seq
         key, value = f"{process}-{seq}", f"v{seq}-s{self.opts.seed}"
-        result = client.put_kv(KV_NAMESPACE, key, value)
+        result = self._put(client, key, value, list(self.client_addrs.values()))
         self.record_fanout(process, "kv_put", result,
                            {"ns": KV_NAMESPACE, "key": key, "value": value})
         missed = self._unacknowledged(result)
@@ -288,7 +295,7 @@ class Workload:
         stops at the first re-put that reaches none of its nodes."""
         for key, (value, nodes) in list(unsynced.items()):
             addrs = [self.client_addrs[n] for n in sorted(nodes)]
-            result = client.put_kv(KV_NAMESPACE, key, value, addrs=addrs)
+            result = self._put(client, key, value, addrs)
             self.record_fanout(process, "kv_put", result,
                                {"ns": KV_NAMESPACE, "key": key, "value": value, "repair": True})
             missed = self._unacknowledged(result)
@@ -298,6 +305,16 @@ class Workload:
                 del unsynced[key]
             if missed == nodes or self._stop.is_set():
                 return
+
+    @staticmethod
+    def _put(client: NameServerClient, key: str, value: str, addrs: list[str]) -> FanoutResult:
+        """One KV fan-out; when the fan-out as a whole overran its time (a starved machine),
+        every node's outcome is unknown, and the writer goes on."""
+        try:
+            return client.put_kv(KV_NAMESPACE, key, value, addrs=addrs)
+        except CallTimeout as exc:
+            return FanoutResult({a: NodeOutcome(a, Status.TIMED_OUT, error=exc) for a in addrs},
+                                client.timeout)
 
     def _unacknowledged(self, result: FanoutResult) -> set[str]:
         return {self.node_of(o.addr) for o in result.outcomes.values()
@@ -313,31 +330,26 @@ class Workload:
         finally:
             client.close()
 
-    def _node_reader(self) -> ClusterReader:
-        """The observer's reads: the snapshot where a node answers it, else RocketMQ's own
-        request codes (``cluster.audit.reader``)."""
-        return ClusterReader(self.node_addrs, ReadLimits(timeout_s=self.opts.timeout_s))
+    def _node_reader(self, node: str, addr: str) -> ClusterReader:
+        """One node's reads: the snapshot where it answers it, else RocketMQ's own request
+        codes (``cluster.audit.reader``)."""
+        return ClusterReader({node: addr}, ReadLimits(timeout_s=self.opts.timeout_s))
 
-    def _observer(self, process: str) -> None:
-        reader = self._node_reader()
-        rounds = 0
+    def _observer(self) -> None:
+        """Snapshot rounds, each node on a thread and a reader of its own (``observer``)."""
+        readers = {node: self._node_reader(node, addr) for node, addr in self.node_addrs.items()}
+
+        def fetch(node: str, addr: str, with_kv: bool) -> Observed:
+            return self._observe_node(OBSERVER, readers[node], node, with_kv)
+
+        sink = (lambda _r, _obs: None) if self.audit is None else self.audit.add_round
+        observer = Observer(self.node_addrs, fetch, sink, self.opts.observe_interval_s,
+                            self.opts.kv_every_rounds)
         try:
-            while not self._stop_observing.is_set():
-                self._observe_round(process, reader, rounds)
-                rounds += 1
-                self._stop_observing.wait(self.opts.observe_interval_s)
-            self._observe_round(process, reader, rounds, final=True)
+            observer.run(self._stop_observing)
         finally:
-            reader.close()
-
-    def _observe_round(self, process: str, reader: ClusterReader, round_no: int,
-                       final: bool = False) -> None:
-        """One snapshot of every node; the final round (after the writers stopped) has KV."""
-        with_kv = final or round_no % self.opts.kv_every_rounds == 0
-        observed = [self._observe_node(process, reader, node, with_kv)
-                    for node in self.node_addrs]
-        if self.audit is not None:
-            self.audit.add_round(round_no, observed)
+            for reader in readers.values():
+                reader.close()
 
     def _observe_node(self, process: str, reader: ClusterReader, node: str,
                       with_kv: bool) -> Observed:

@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 import supervisor.cli
 from cluster.addr import cli as addr_cli
@@ -19,14 +20,22 @@ from cluster.chaos import cli as chaos_cli
 from cluster.cli import node as node_cli
 from cluster.client import cli as client_cli
 from cluster.core.errors import UserError
+from cluster.peers import cli as peer_cli
 
 COMMAND_MODULES: tuple[ModuleType, ...] = (
-    node_cli, bench_cli, supervisor.cli, audit_cli, client_cli, chaos_cli, addr_cli)
+    node_cli, bench_cli, supervisor.cli, audit_cli, client_cli, chaos_cli, peer_cli, addr_cli)
+
+
+class Parser(argparse.ArgumentParser):
+    """A bad option is one line on stderr and exit 2, like every other error of the command
+    (argparse's usage block is what ``--help`` is for). Subcommands inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="pynamesrv", description="RocketMQ NameServer cluster on one machine")
+    parser = Parser(prog="pynamesrv", description="RocketMQ NameServer cluster on one machine")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in COMMAND_MODULES:

@@ -27,6 +27,7 @@ from cluster.client.errors import ClientError
 from cluster.client.fanout import FanoutResult, NodeOutcome
 from cluster.client.nsclient import NameServerClient
 from cluster.client.targets import add_source_args, resolve_args
+from cluster.core.durations import duration
 from cluster.core.errors import UserError
 
 Verb = Callable[[NameServerClient, argparse.Namespace], int]
@@ -71,7 +72,8 @@ def report(result: FanoutResult, args: argparse.Namespace, ok: Lines,
     """Per-node lines (``ok`` or ``failed``) in the order the nodes were given, then
     ``done`` when every node succeeded.
 
-    A failed node's error goes to stderr; exit 1 when any node failed.
+    stdout has mqadmin's lines only (a failed node's ``failed`` line where mqadmin prints
+    one); each failed node's error is one line on stderr. Exit 1 when any node failed.
     """
     order = {a: i for i, a in enumerate(args.node_set.addrs)}
     outcomes = sorted(result.outcomes.items(), key=lambda kv: order.get(kv[0], len(order)))
@@ -82,11 +84,19 @@ def report(result: FanoutResult, args: argparse.Namespace, ok: Lines,
         if outcome.ok:
             emit(ok(addr, outcome.value))
             continue
-        print(failed(addr) if failed else outcome.describe())
-        print(f"pynamesrv: {addr}: {outcome.status.value}: {outcome.error}", file=sys.stderr)
+        if failed:
+            print(failed(addr))
+        print(failure_line(addr, outcome), file=sys.stderr)
     if result.all_ok and done:
         emit(done)
     return 0 if result.all_ok else 1
+
+
+def failure_line(addr: str, outcome: NodeOutcome) -> str:
+    """``pynamesrv: ADDR: STATUS: ERROR``, the address once (a client error names it too)."""
+    error = outcome.error
+    text = "" if error is None else str(error).removeprefix(f"{addr}: ")
+    return f"pynamesrv: {addr}: {outcome.status.value}" + (f": {text}" if text else "")
 
 
 def text_arg(args: argparse.Namespace, name: str, flag: str) -> str:
@@ -101,8 +111,6 @@ def text_arg(args: argparse.Namespace, name: str, flag: str) -> str:
 
 
 def cluster_list(c: NameServerClient, args: argparse.Namespace) -> int:
-    if args.interval is not None and args.interval <= 0:
-        raise UserError("-i must be a positive number of seconds")
     try:
         while True:
             _cluster_list_once(c, args)
@@ -237,7 +245,8 @@ def run_verb(fn: Verb) -> Callable[[argparse.Namespace], int]:
 
 def common_args(p: argparse.ArgumentParser, *, short_config: bool = True) -> None:
     add_source_args(p, short_config=short_config)
-    p.add_argument("--timeout", type=float, default=3.0, help="seconds per call (default 3)")
+    p.add_argument("--timeout", type=duration, default=3.0,
+                   help="time per call, e.g. 500ms or 3s (3s)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_credential_args(p)
 
@@ -255,8 +264,8 @@ def register(sub: argparse._SubParsersAction) -> None:
               "list clusters and brokers, with each broker's runtime stats")
     p.add_argument("-m", "--moreStats", dest="more", action="store_true",
                    help="message totals of yesterday and today instead")
-    p.add_argument("-i", "--interval", type=float, default=None, metavar="SECONDS",
-                   help="print again every SECONDS until Ctrl-C")
+    p.add_argument("-i", "--interval", type=duration, default=None, metavar="D",
+                   help="print again every D (e.g. 5 or 5s) until Ctrl-C")
     p.add_argument("--no-broker-stats", action="store_true",
                    help="do not ask the brokers for their runtime stats")
     p = _verb(sub, "topicRoute", topic_route, "show a topic's route")

@@ -37,10 +37,18 @@ from cluster.client.heartbeat import (
     HeartbeatLoop,
 )
 from cluster.core.clock import wall_ms
+from cluster.core.config import port_in_use
 from cluster.core.protocol.acl import Credentials
 
 PERM_READ_WRITE = 6
 MAX_SLAVES = 4
+# Simulated brokers take addresses from here up: RocketMQ's own defaults are 9876 (NameServer),
+# 10909-10912 (broker), 8080-8081 (proxy) and 40911 (dLedger); the chaos harness uses 20911
+# and 30911. Linux hands out outgoing ports from 32768 up.
+DEFAULT_BASE_PORT = 25911
+GROUP_PORTS = 10  # group g uses base + 10 g ...
+SLAVE_PORTS = 2  # ... + 2 per slave, and the port after each broker's for its HA address
+MAX_PORT = 65535
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,11 +219,44 @@ class SimBroker:
 
 
 def broker_identity(cluster: str, group: int, slave: int, host: str = "127.0.0.1",
-                    base_port: int = 10911, prefix: str = "broker-") -> BrokerIdentity:
+                    base_port: int = DEFAULT_BASE_PORT, prefix: str = "broker-") -> BrokerIdentity:
     """Deterministic names/addresses: group g listens on base+10g (+2 per slave)."""
-    port = base_port + 10 * group + 2 * slave
+    port = base_port + GROUP_PORTS * group + SLAVE_PORTS * slave
     return BrokerIdentity(cluster, f"{prefix}{group}", f"{host}:{port}", slave,
                           f"{host}:{port + 1}")
+
+
+def sim_ports(groups: int, slaves: int, base_port: int) -> list[int]:
+    """Every port the brokers of ``groups`` x (1 + ``slaves``) name: addresses and HA."""
+    return [base_port + GROUP_PORTS * g + SLAVE_PORTS * s + ha
+            for g in range(groups) for s in range(slaves + 1) for ha in (0, 1)]
+
+
+def check_base_port(groups: int, slaves: int, base_port: int, host: str = "127.0.0.1") -> None:
+    """ValueError (one line) when a port of the block is out of range or has a listener:
+    a real broker there would share its address with a simulated one."""
+    ports = sim_ports(groups, slaves, base_port)
+    if base_port < 1 or max(ports) > MAX_PORT:
+        raise ValueError(f"base port {base_port}: {groups} group(s) with {slaves} slave(s) "
+                         f"need ports {base_port}-{max(ports)}, beyond 1-{MAX_PORT}")
+    busy = next((p for p in ports if port_in_use(host, p)), None)
+    if busy is not None:
+        raise ValueError(f"base port {base_port}: {host}:{busy} is in use (a broker listens "
+                         "there?); simulated brokers must not take a real one's address")
+
+
+def choose_base_port(groups: int, slaves: int, host: str = "127.0.0.1") -> int:
+    """The first block from DEFAULT_BASE_PORT up, in steps of its own size, with no listener."""
+    span = groups * GROUP_PORTS
+    base = DEFAULT_BASE_PORT
+    while base + span <= MAX_PORT:
+        try:
+            check_base_port(groups, slaves, base, host)
+            return base
+        except ValueError:
+            base += span
+    raise ValueError(f"no block of {span} ports from {DEFAULT_BASE_PORT} up is free of "
+                     "listeners; give --base-port")
 
 
 def make_topics(count: int, queues: int, perm: int,
@@ -229,7 +270,8 @@ class BrokerSimulation:
     def __init__(self, addrs: Sequence[str], *, groups: int = 1, slaves: int = 0,
                  cluster: str = "DefaultCluster", topics: int = 4, queues: int = 4,
                  perm: int = PERM_READ_WRITE, opts: SimOptions | None = None,
-                 seed: int | None = None, prefix: str = "broker-", base_port: int = 10911) -> None:
+                 seed: int | None = None, prefix: str = "broker-",
+                 base_port: int = DEFAULT_BASE_PORT) -> None:
         if not 0 <= slaves <= MAX_SLAVES:
             raise ValueError(f"slaves must be within 0..{MAX_SLAVES}")
         self.io = IoLoop("broker-sim-io")

@@ -9,18 +9,32 @@ node failed or answered with an error, 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import orjson
 
 from cluster.client import admin
 from cluster.client.admin import common_args, plain
-from cluster.client.broker_sim import BrokerSimulation, NodeCounters, SimOptions, every
+from cluster.client.broker_sim import (
+    DEFAULT_BASE_PORT,
+    MAX_SLAVES,
+    BrokerSimulation,
+    NodeCounters,
+    SimOptions,
+    check_base_port,
+    choose_base_port,
+    every,
+)
 from cluster.client.credentials import credentials_from_args
 from cluster.client.fanout import CLIENT_VERSION
 from cluster.client.heartbeat import MAX_PERIOD, MIN_PERIOD
 from cluster.client.targets import NodeSet, resolve_args
+from cluster.core.argtypes import int_range, one_line
+from cluster.core.durations import duration, duration_or_zero
 from cluster.core.errors import UserError
 
 # --------------------------------------------------------------- broker-sim
@@ -94,25 +108,61 @@ def _sim_ticks(sim: BrokerSimulation, args: argparse.Namespace,
             once(args.crash_after, crash), once(args.unregister_after, unregister)]
 
 
+class _Stop:
+    """SIGTERM (and SIGHUP) end the run like Ctrl-C: a flag the loop reads, set from the
+    handler (no lock taken there). Also in the background with ``&``, where the shell makes
+    the simulator ignore SIGINT."""
+
+    def __init__(self) -> None:
+        self.signal: str | None = None
+
+    @contextmanager
+    def handling(self) -> Iterator[None]:
+        def handler(signum: int, _frame: Any) -> None:
+            self.signal = signal.Signals(signum).name
+
+        old = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+        try:
+            yield
+        finally:
+            for sig, was in old.items():
+                signal.signal(sig, was)
+
+
+def _base_port(args: argparse.Namespace) -> int:
+    if args.base_port is None:
+        return choose_base_port(args.brokers, args.slaves)
+    check_base_port(args.brokers, args.slaves, args.base_port)
+    return int(args.base_port)
+
+
 def _broker_sim(args: argparse.Namespace) -> int:
     node_set = resolve_args(args)
     try:
         opts = _sim_options(args, node_set)
+        base = _base_port(args)
         sim = BrokerSimulation(node_set.addrs, groups=args.brokers, slaves=args.slaves,
                                cluster=args.cluster, topics=args.topics, queues=args.queues,
                                perm=args.perm, opts=opts, seed=args.seed,
-                               prefix=args.broker_prefix)
+                               prefix=args.broker_prefix, base_port=base)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     start = time.monotonic()
-    ticks = _sim_ticks(sim, args, lambda text: _event(text, time.monotonic() - start, args.json))
-    sim.start()
-    try:
-        _sim_loop(sim, args, start, ticks)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sim.stop(unregister=not args.no_unregister)
+    log = lambda text: _event(text, time.monotonic() - start, args.json)  # noqa: E731
+    ticks = _sim_ticks(sim, args, log)
+    stop = _Stop()
+    with stop.handling():
+        log(f"brokers at {sim.brokers[0].who.broker_addr} .. "
+            f"{sim.brokers[-1].who.broker_addr} (base port {base})")
+        sim.start()
+        try:
+            _sim_loop(sim, args, start, ticks, stop)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if stop.signal:
+                log(f"{stop.signal}: stopping")
+            sim.stop(unregister=not args.no_unregister)
     regs, nodes = sim.stats.snapshot()
     print(_summary(sim, time.monotonic() - start, regs, regs, time.monotonic() - start, nodes,
                    args.json), flush=True)
@@ -120,10 +170,10 @@ def _broker_sim(args: argparse.Namespace) -> int:
 
 
 def _sim_loop(sim: BrokerSimulation, args: argparse.Namespace, start: float,
-              ticks: list[Callable[[float], None]]) -> None:
+              ticks: list[Callable[[float], None]], stop: _Stop) -> None:
     last_t, last_regs = start, 0
     next_report = start + args.report_every
-    while True:
+    while stop.signal is None:
         now = time.monotonic()
         elapsed = now - start
         if args.duration and elapsed >= args.duration:
@@ -145,38 +195,53 @@ def _sim_loop(sim: BrokerSimulation, args: argparse.Namespace, start: float,
 def _sim_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("broker-sim", help="simulated brokers registering to every node",
                        description="Run simulated brokers that register to every node of a "
-                                   "cluster on a heartbeat schedule; prints a live summary.")
+                                   "cluster on a heartbeat schedule; prints a live summary. "
+                                   "Ctrl-C or SIGTERM unregisters them and exits. Times take "
+                                   "500ms, 2s, 1.5m, 1h or a bare number of seconds.")
     common_args(p)
     a = p.add_argument
-    a("-b", "--brokers", type=int, default=2, help="broker groups (masters), default 2")
-    a("--slaves", type=int, default=0, help="slaves per group (0-4)")
-    a("--cluster", default="DefaultCluster", help="cluster name")
-    a("--broker-prefix", default="broker-", help="broker name prefix (broker-0, broker-1, ...)")
-    a("-t", "--topics", type=int, default=8, help="topics per broker")
-    a("--queues", type=int, default=4, help="read/write queues per topic")
-    a("--perm", type=int, default=6, help="topic permission bits (default 6 = RW)")
-    a("--period", type=float, default=None,
-      help="heartbeat period in seconds (default: brokers.heartbeat_ms of -c, else 30)")
-    a("--min-period", type=float, default=None,
-      help=f"lower clamp of the period (default {MIN_PERIOD:g}; lower only for tests)")
-    a("--register-timeout", type=float, default=None,
-      help="fan-out timeout (default min(6, period))")
-    a("--retry-interval", type=float, default=1.0, help="retry period for failed nodes")
-    a("--version", type=int, default=CLIENT_VERSION, help="remoting version to send")
+    a("-b", "--brokers", type=int_range(1, 10_000), default=2,
+      help="broker groups (masters), default 2")
+    a("--slaves", type=int_range(0, MAX_SLAVES), default=0,
+      help=f"slaves per group (0-{MAX_SLAVES})")
+    a("--cluster", type=one_line, default="DefaultCluster", help="cluster name")
+    a("--broker-prefix", type=one_line, default="broker-",
+      help="broker name prefix (broker-0, broker-1, ...)")
+    a("--base-port", type=int_range(1, 65535), default=None, metavar="PORT",
+      help=f"group g's master is 127.0.0.1:PORT+10g, its slaves +2 each, HA addresses +1 "
+           f"(default: {DEFAULT_BASE_PORT}, moved up past any port with a listener); refused "
+           f"when a port of the block has a listener")
+    a("-t", "--topics", type=int_range(0, 1_000_000), default=8, help="topics per broker")
+    a("--queues", type=int_range(1, 1024), default=4, help="read/write queues per topic")
+    a("--perm", type=int_range(0, 7), default=6, help="topic permission bits (default 6 = RW)")
+    a("--period", type=duration, default=None,
+      help="heartbeat period (default: brokers.heartbeat_ms of -c, else 30s)")
+    a("--min-period", type=duration, default=None,
+      help=f"lower clamp of the period (default {MIN_PERIOD:g}s; lower only for tests)")
+    a("--register-timeout", type=duration, default=None,
+      help="fan-out timeout (default min(6s, period))")
+    a("--retry-interval", type=duration, default=1.0, help="retry period for failed nodes (1s)")
+    a("--version", type=int_range(0, 2**31 - 1), default=CLIENT_VERSION,
+      help="remoting version to send")
     a("--compressed", action="store_true", help="send the compressed RegisterBrokerBody")
     a("--oneway", action="store_true", help="register oneway (no replies)")
     a("--need-register", action="store_true",
       help="forceRegister=false: QUERY_DATA_VERSION first, register only on change")
-    a("--duration", type=float, default=0.0, help="seconds to run (0 = until Ctrl-C)")
-    a("--report-every", type=float, default=1.0, help="seconds between summary lines")
-    a("--bump-every", type=float, default=0.0, help="bump a random group's data version")
-    a("--churn-every", type=float, default=0.0, help="add or remove a topic of a random group")
-    a("--crash-after", type=float, default=0.0, help="crash brokers after this many seconds")
-    a("--crash-count", type=int, default=1, help="brokers to crash")
+    a("--duration", type=duration_or_zero, default=0.0,
+      help="how long to run, e.g. 120s (0 = until Ctrl-C or SIGTERM)")
+    a("--report-every", type=duration, default=1.0, help="time between summary lines (1s)")
+    a("--bump-every", type=duration_or_zero, default=0.0,
+      help="bump a random group's data version this often (0 = never)")
+    a("--churn-every", type=duration_or_zero, default=0.0,
+      help="add or remove a topic of a random group this often (0 = never)")
+    a("--crash-after", type=duration_or_zero, default=0.0,
+      help="crash brokers after this long (0 = never)")
+    a("--crash-count", type=int_range(1, 100_000), default=1, help="brokers to crash")
     a("--crash-mode", choices=("close", "silent"), default="close",
       help="close: connections die with the broker; silent: they stay open (expiry path)")
-    a("--unregister-after", type=float, default=0.0, help="unregister brokers after N seconds")
-    a("--unregister-count", type=int, default=1, help="brokers to unregister")
+    a("--unregister-after", type=duration_or_zero, default=0.0,
+      help="unregister brokers after this long (0 = never)")
+    a("--unregister-count", type=int_range(1, 100_000), default=1, help="brokers to unregister")
     a("--no-unregister", action="store_true", help="do not unregister on exit")
     a("--seed", type=int, default=None, help="random seed for picks")
     p.set_defaults(func=_broker_sim)

@@ -14,6 +14,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import itertools
+import os
 import ssl
 import threading
 from collections.abc import Coroutine
@@ -311,8 +312,9 @@ class ConnectionPool:
             raise CallTimeout(f"connect timed out after {self.connect_timeout}s", addr) from None
         except ssl.SSLError as exc:
             raise ConnectError(f"TLS handshake failed: {exc}", addr) from None
-        except OSError as exc:
-            raise ConnectError(f"connect failed: {exc.strerror or exc}", addr) from None
+        except OSError as exc:  # asyncio's text names the address only: say why
+            why = os.strerror(exc.errno) if exc.errno else (exc.strerror or str(exc))
+            raise ConnectError(f"connect failed: {why}", addr) from None
         return proto
 
     def _connected(self, addr: str, task: asyncio.Task[_Connection]) -> None:

@@ -53,11 +53,6 @@ class NodeOutcome:
     def ok(self) -> bool:
         return self.status in (Status.OK, Status.SENT)
 
-    def describe(self) -> str:
-        if self.error is None:
-            return f"{self.addr} {self.status.value} {self.elapsed * 1000:.1f}ms"
-        return f"{self.addr} {self.status.value} {self.elapsed * 1000:.1f}ms: {self.error}"
-
 
 @dataclass(frozen=True, slots=True)
 class FanoutResult:

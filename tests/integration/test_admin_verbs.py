@@ -126,9 +126,9 @@ def normalised(lines: list[str]) -> list[str]:
 def test_same_verbs_as_mqadmin_against_pynamesrv_with_a_java_broker(
         nodes: list[NodeProcess], tmp_path: Path, port_factory: Callable[[], int],
         capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.javaproc import JavaBroker, java_rocketmq_missing, mqadmin
+    from tests.javaproc import JavaBroker, java_missing, mqadmin
 
-    if why := java_rocketmq_missing():
+    if why := java_missing():
         pytest.skip(why)
     ns = ns_addr(nodes)
     port = poll_until(lambda: _broker_port(port_factory), what="ports P, P-2, P+1 for a broker")

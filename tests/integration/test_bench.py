@@ -17,32 +17,60 @@ pytestmark = [pytest.mark.integration,
                                  reason=f"rmqload sources not found at {RMQLOAD_SRC}")]
 
 
-def test_bench_reports_rates_cpu_and_memory(tmp_path: Path) -> None:
+def _bench(tmp_path: Path, *args: str) -> tuple[dict, subprocess.CompletedProcess[str]]:
     out = tmp_path / "bench.json"
     res = subprocess.run(
-        [sys.executable, "-m", "cluster.cli", "bench", "-w", "route-latency", "--baseline",
-         "--warmup", "1s", "--duration", "1s", "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=240)
+        [sys.executable, "-m", "cluster.cli", "bench", "-w", "route-latency", "--warmup", "1s",
+         "--duration", "1s", "--out", str(out), *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
-    results = {r["target"]: r for r in json.loads(out.read_text())}
-    node, base = results["node"], results["baseline"]
-    assert node["route"]["rate"] > 0 and base["route"]["rate"] > 0
-    assert node["errors"] == 0 and "register" not in node
-    assert node["server_peak_pss_mb"] > 0 and node["fraction_of_baseline"] > 0
+    return json.loads(out.read_text()), res
+
+
+def _ratio(data: dict, other: str) -> float:
+    found = [r["ratio"] for r in data["ratios"]
+             if (r["other"], r["side"], r["metric"]) == (other, "route", "rate")]
+    assert len(found) == 1, data["ratios"]
+    return float(found[0])
+
+
+def test_bench_reports_rates_cpu_memory_and_alternates_rounds(tmp_path: Path) -> None:
+    data, res = _bench(tmp_path, "--baseline", "--rounds", "2")
+    results = data["results"]
+    assert [(r["target"], r["round"]) for r in results] == [
+        ("node", 0), ("baseline", 0), ("baseline", 1), ("node", 1)]
+    for r in results:
+        assert r["route"]["rate"] > 0 and r["errors"] == 0 and "register" not in r
+        assert r["server_peak_pss_mb"] > 0
+    assert _ratio(data, "baseline") > 0
+    assert "route-latency: node route rate =" in res.stderr and "2 rounds" in res.stderr
 
 
 @pytest.mark.java
-def test_bench_measures_java_in_the_same_run(tmp_path: Path) -> None:
-    from tests.javaproc import java_rocketmq_missing
+def test_bench_measures_both_java_releases_in_the_same_run(tmp_path: Path) -> None:
+    from tests.javaproc import RELEASES, java_missing
 
-    if java_rocketmq_missing():
-        pytest.skip(java_rocketmq_missing())
-    out = tmp_path / "bench.json"
-    res = subprocess.run(
-        [sys.executable, "-m", "cluster.cli", "bench", "-w", "route-latency", "--java",
-         "--java-warmup", "1s", "--warmup", "1s", "--duration", "1s", "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=240)
-    assert res.returncode == 0, res.stderr
-    results = {r["target"]: r for r in json.loads(out.read_text())}
-    assert results["java"]["route"]["rate"] > 0 and results["java"]["errors"] == 0
-    assert results["node"]["ratio_to_java"] > 0 and "x java" in res.stderr
+    for release in RELEASES:
+        if why := java_missing(release):
+            pytest.skip(why)
+    data, res = _bench(tmp_path, "--java", "--java-warmup", "1s", "--java-heap", "256m")
+    targets = {r["target"]: r for r in data["results"]}
+    assert set(targets) == {"node", *(f"java-{r}" for r in RELEASES)}
+    for release in RELEASES:
+        java = targets[f"java-{release}"]
+        assert java["route"]["rate"] > 0 and java["errors"] == 0, java
+        assert _ratio(data, f"java-{release}") > 0
+        assert f"x java-{release}" in res.stderr
+
+
+@pytest.mark.java
+def test_bench_measures_the_rust_namesrv_in_the_same_run(tmp_path: Path) -> None:
+    """Only where ``pynamesrv peer install --rust`` ran: it compiles for minutes."""
+    from cluster.peers import rust
+
+    if why := rust.missing():
+        pytest.skip(why)
+    data, _ = _bench(tmp_path, "--rust")
+    targets = {r["target"]: r for r in data["results"]}
+    assert targets["rust"]["route"]["rate"] > 0 and targets["rust"]["errors"] == 0
+    assert _ratio(data, "rust") > 0

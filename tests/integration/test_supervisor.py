@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -246,6 +247,7 @@ def test_external_sigstop_is_reported_hung(cluster: Cluster) -> None:
 
 def test_stop_and_start_a_node_with_the_cli(cluster: Cluster) -> None:
     addr = cluster.addr("n3")
+    restarts = cluster.node("n3")["restarts"]
     out = cluster.cli("stop", "n3")
     assert out.returncode == 0, out.stderr
     assert cluster.node("n3")["state"] == "stopped" and not cluster.node("n3")["pid"]
@@ -254,6 +256,7 @@ def test_stop_and_start_a_node_with_the_cli(cluster: Cluster) -> None:
     assert out.returncode == 0, out.stderr
     assert "running" in out.stdout
     assert serves(addr)
+    assert cluster.node("n3")["restarts"] == restarts  # asked for, not a restart
 
 
 def test_restart_with_the_cli_waits_for_a_new_process(cluster: Cluster) -> None:
@@ -263,7 +266,23 @@ def test_restart_with_the_cli_waits_for_a_new_process(cluster: Cluster) -> None:
     after = json.loads(out.stdout)["node"]
     assert after["state"] == "running" and after["pid"] != before["pid"]
     assert "restart requested" in after["last_exit"]
+    assert after["restarts"] == before["restarts"]
     assert serves(cluster.addr("n1"))
+
+
+def test_kill_with_the_cli_shows_the_node_after_the_kill(cluster: Cluster) -> None:
+    before = cluster.node("n2")
+    out = cluster.cli("kill", "n2")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"n2: sent SIGKILL to process group {before['pgid']}; now ")
+    assert f"pid {before['pid']}," not in out.stdout
+    assert "last exit: killed by SIGKILL" in out.stdout
+    after = cluster.wait_state("n2", "running")
+    assert after["restarts"] == before["restarts"] + 1  # the supervisor brought it back
+    out = cluster.cli("kill", "n2", "--signal", "WINCH", "--wait-timeout", "300ms")  # ignored
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (f"n2: sent SIGWINCH to process group {after['pgid']}; still "
+                                  f"running (pid {after['pid']}) after 0.3s")
 
 
 def test_bad_requests_get_an_error_not_a_hang(cluster: Cluster) -> None:
@@ -340,7 +359,11 @@ def test_up_with_brokers_runs_the_simulator_as_a_managed_child(small: Cluster) -
         return b"brokerAddrTable" in body and b"brokerName" in body
 
     poll_until(registered, 30, 0.2, "a simulated broker registered on n1")
-    assert small.cli("stop").returncode == 0
+    started = time.monotonic()
+    assert small.cli("stop", "--timeout", "30s").returncode == 0
+    # It returns once the supervisor is gone, not after the control timeout (it waited for
+    # that on its last status request).
+    assert time.monotonic() - started < 20
     assert small.proc is not None and small.proc.wait(30) == 0
 
 

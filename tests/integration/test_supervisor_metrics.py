@@ -97,6 +97,15 @@ def _check(client: ControlClient, proc: subprocess.Popen[bytes], http: int,
     os.kill(n1["pid"], signal.SIGKILL)
     restarts = ("pynamesrv_supervisor_node_restarts_total", frozenset({("node", "n1")}))
     poll_until(lambda: scrape(url).get(restarts) == 1, 60, 0.2, "restart on /metrics")
+    client.stop("n2")  # a stop and a start asked for are not restarts
+    poll_until(lambda: any(n["name"] == "n2" and n["state"] == "stopped" and not n["pid"]
+                           for n in nodes()), 60, 0.1, "n2 stopped")
+    client.start("n2")
+    running_n2 = (state, frozenset({("node", "n2"), ("state", "running")}))
+    after = poll_until(lambda: (m := scrape(url)).get(running_n2) == 1 and m, 60, 0.2,
+                       "n2 running again on /metrics")
+    assert after[("pynamesrv_supervisor_node_restarts_total", frozenset({("node", "n2")}))] == 0
+    assert after[restarts] == 1
     poll_until(lambda: _serving(f"http://127.0.0.1:{metrics_ports[0]}/metrics"), 60, 0.5,
                "restarted node serving /metrics")
 

@@ -133,10 +133,10 @@ def test_a_missing_certificate_stops_the_node_in_one_line(tmp_path: Path) -> Non
 @pytest.mark.java
 def test_the_java_client_reads_routes_over_tls(node: NodeProcess, tmp_path: Path) -> None:
     """mqadmin (the Java client) with -Dtls.enable=true, RocketMQ's default test mode."""
-    from tests.javaproc import java_rocketmq_missing, mqadmin
+    from tests.javaproc import java_missing, mqadmin
 
-    if java_rocketmq_missing():
-        pytest.skip(java_rocketmq_missing())
+    if java_missing():
+        pytest.skip(java_missing())
     os.environ["JAVA_OPT_EXT"] = "-Dtls.enable=true"
     try:
         out = mqadmin("clusterList", "-n", node.addr, home=tmp_path / "adm")

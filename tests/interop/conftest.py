@@ -1,4 +1,4 @@
-"""Module-scoped interop fixtures: one deployment (nodes + Java brokers) per mode.
+"""Module-scoped interop fixtures: one deployment (nodes + brokers) per mode and release.
 
 The stage fixtures run the independent tool calls of one step together (in parallel),
 so the suite pays each JVM start once; the tests then assert on the recorded results.
@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cluster.peers import gobuild
 from tests.conftest import Reaper
 from tests.interop.harness import (
     CLUSTER,
@@ -23,35 +25,45 @@ from tests.interop.harness import (
     Deployment,
     tail,
 )
-from tests.javaproc import java_client_argv, java_rocketmq_missing, javac
-from tests.nodeproc import poll_until
+from tests.javaproc import RELEASE_5, RELEASES, java_client_argv, java_missing, javac
+from tests.nodeproc import ROOT, poll_until
 
 TOPIC = "InteropTopic"
+GO_TOPIC = "InteropGoTopic"  # the Go probe's messages, apart from the Java client's
+GRPC_TOPIC = "InteropGrpcTopic"  # 5.x: a NORMAL message-type topic for the proxy's clients
 KV_NAMESPACE = "INTEROP_NS"
 KV_KEY = "interop.key"
 KV_VALUE = "interop-value-1"
 MESSAGES = 10
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 ROUTE_S = 30.0
+DEPLOYMENTS = [(mode, release) for release in RELEASES for mode in MODES]
 
 
 @pytest.fixture(scope="session")
-def java_classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``tests/interop/java/*.java`` compiled against the 4.9.8 jars."""
-    missing = java_rocketmq_missing()
-    if missing:
-        pytest.skip(missing)
-    out = tmp_path_factory.mktemp("interop-classes")
-    javac(sorted(JAVA_DIR.glob("*.java")), out)
-    return out
+def java_classes() -> dict[str, Path]:
+    """Per release, ``tests/interop/java/*.java`` compiled against its jars (``compiled``)."""
+    return {}
 
 
-@pytest.fixture(scope="module", params=MODES)
+def compiled(classes: dict[str, Path], release: str, tmp: pytest.TempPathFactory) -> Path:
+    if release not in classes:
+        out = tmp.mktemp(f"interop-classes-{release}")
+        javac(sorted(JAVA_DIR.glob("*.java")), out, release)
+        classes[release] = out
+    return classes[release]
+
+
+@pytest.fixture(scope="module", params=DEPLOYMENTS, ids=lambda d: f"{d[0]}-{d[1]}")
 def deployment(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-               java_classes: Path) -> Iterator[Deployment]:
-    mode: str = request.param
+               java_classes: dict[str, Path]) -> Iterator[Deployment]:
+    mode, release = request.param
+    if why := java_missing(release):
+        pytest.skip(why)
+    compiled(java_classes, release, tmp_path_factory)
     reaper = Reaper()
-    dep = Deployment(mode, tmp_path_factory.mktemp(f"interop-{mode}-"), reaper)
+    dep = Deployment(mode, release, tmp_path_factory.mktemp(f"interop-{mode}-{release}-"),
+                     reaper)
     try:
         dep.start_nodes()
         broken = {a: why for a, why in dep.after_idle.items() if why}
@@ -108,17 +120,23 @@ def registered(deployment: Deployment) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def stage1(deployment: Deployment, registered: dict[str, Any]
            ) -> dict[str, subprocess.CompletedProcess[str]]:
-    """clusterList, getNamesrvConfig, updateTopic, updateKvConfig, getBrokerConfig together."""
+    """clusterList, getNamesrvConfig, updateTopic (two topics, three with 5.x),
+    updateKvConfig and getBrokerConfig together."""
     ns = deployment.namesrv
-    return deployment.mqadmin_batch({
+    jobs = {
         "clusterList": ["clusterList", "-n", ns],
         "getNamesrvConfig": ["getNamesrvConfig", "-n", ns],
         "updateTopic": ["updateTopic", "-n", ns, "-c", CLUSTER, "-t", TOPIC],
+        "updateTopic go": ["updateTopic", "-n", ns, "-c", CLUSTER, "-t", GO_TOPIC],
         "updateKvConfig": ["updateKvConfig", "-n", ns, "-s", KV_NAMESPACE, "-k", KV_KEY,
                            "-v", KV_VALUE],
         "getBrokerConfig broker-b": ["getBrokerConfig", "-n", ns,
                                      "-b", deployment.broker_addr("broker-b/0")],
-    })
+    }
+    if deployment.release == RELEASE_5:
+        jobs["updateTopic grpc"] = ["updateTopic", "-n", ns, "-c", CLUSTER, "-t", GRPC_TOPIC,
+                                    "-a", "+message.type=NORMAL"]
+    return deployment.mqadmin_batch(jobs)
 
 
 def _route_complete(route: Any) -> bool:
@@ -127,25 +145,41 @@ def _route_complete(route: Any) -> bool:
     return {q["brokerName"] for q in route["queueDatas"]} == {"broker-a", "broker-b"}
 
 
+def _run(argv: list[str], cwd: Path, timeout: float = 240.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL, cwd=cwd)
+
+
 @pytest.fixture(scope="module")
 def stage2(deployment: Deployment, stage1: dict[str, subprocess.CompletedProcess[str]],
-           java_classes: Path) -> dict[str, subprocess.CompletedProcess[str]]:
-    """After the topic exists on every node: topicRoute per node, topicList, Java client."""
+           java_classes: dict[str, Path]) -> dict[str, subprocess.CompletedProcess[str]]:
+    """After the topics exist on every node: topicRoute per node, topicList, the Java client,
+    the Go probe (route lookup, then messages) and, with 5.x, the proxy's gRPC client."""
+    topics = [TOPIC, GO_TOPIC] + ([GRPC_TOPIC] if deployment.release == RELEASE_5 else [])
     with contextlib.suppress(AssertionError):  # the route tests report what the nodes show
-        poll_until(lambda: all(map(_route_complete, deployment.routes(TOPIC).values())),
-                   timeout=ROUTE_S, interval=0.5, what=f"{TOPIC} routed on every node")
+        poll_until(lambda: all(_route_complete(r) for t in topics
+                               for r in deployment.routes(t).values()),
+                   timeout=ROUTE_S, interval=0.5, what=f"{topics} routed on every node")
     home = deployment.root / "java-client-home"
     home.mkdir(exist_ok=True)
-    argv = java_client_argv("InteropClient", java_classes, home, deployment.namesrv, TOPIC,
-                            str(MESSAGES), "60", KV_NAMESPACE, KV_KEY)
-
-    def java_client() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=240,
-                              stdin=subprocess.DEVNULL, cwd=home)
-
+    argv = java_client_argv("InteropClient", java_classes[deployment.release], home,
+                            deployment.namesrv, TOPIC, str(MESSAGES), "60", KV_NAMESPACE, KV_KEY,
+                            rel=deployment.release)
+    extra = {"java": lambda: _run(argv, home)}
+    probe = [str(PYNAMESRV), "peer", "goprobe", "--"]
+    if not gobuild.missing():
+        extra["go route"] = lambda: _run([*probe, "route", "-n", deployment.namesrv,
+                                          "-t", GO_TOPIC], deployment.root)
+        extra["go messages"] = lambda: _run([*probe, "produce-consume", "-n", deployment.namesrv,
+                                             "-t", GO_TOPIC, "-c", str(MESSAGES),
+                                             "-timeout", "60s"], deployment.root)
+    proxy = deployment.proxy
+    if proxy is not None:
+        extra["grpc"] = lambda: _run([sys.executable, "-m", "tests.interop.grpc_roundtrip",
+                                      proxy.grpc_addr, GRPC_TOPIC, "90"], ROOT)
     jobs = {f"topicRoute {a}": ["topicRoute", "-n", a, "-t", TOPIC] for a in deployment.addrs}
     jobs["topicList"] = ["topicList", "-n", deployment.namesrv]
-    return deployment.mqadmin_batch(jobs, extra={"java": java_client})
+    return deployment.mqadmin_batch(jobs, extra=extra)
 
 
 def client_log(dep: Deployment) -> str:

@@ -1,6 +1,8 @@
-"""Interop harness: pynamesrv started through its installed entry point, real Java brokers.
+"""Interop harness: pynamesrv started through its installed entry point, real RocketMQ peers.
 
-Two ways users run pynamesrv are covered:
+Each deployment runs one RocketMQ release (4.9 or 5.x: brokers, mqadmin, Java client; with
+5.x also the proxy in cluster mode), and the Go client probe. Two ways users run pynamesrv
+are covered:
 
 * ``cluster``: ``pynamesrv up -c cluster.yaml`` (the supervisor starts three nodes);
 * ``standalone``: three ``pynamesrv node --port P --data-dir D`` each started from a shell
@@ -29,7 +31,7 @@ from cluster.client.nsclient import NameServerClient
 from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from tests.conftest import Reaper
-from tests.javaproc import JavaBroker, free_broker_port, mqadmin
+from tests.javaproc import RELEASE_5, JavaBroker, JavaProxy, free_broker_port, mqadmin
 from tests.nodeproc import Conn, free_port, poll_until
 
 PYNAMESRV = Path(sys.executable).parent / "pynamesrv"
@@ -87,9 +89,11 @@ def parse_fastjson(text: str) -> Any:
 class Deployment:
     """Three pynamesrv nodes plus the Java brokers registered to all of them."""
 
-    def __init__(self, mode: str, root: Path, reaper: Reaper) -> None:
+    def __init__(self, mode: str, release: str, root: Path, reaper: Reaper) -> None:
         assert mode in MODES, mode
         self.mode = mode
+        self.release = release
+        self.proxy: JavaProxy | None = None
         self.root = root
         self.reaper = reaper
         self.ports: set[int] = set()
@@ -230,19 +234,26 @@ class Deployment:
             key = f"{name}/{broker_id}"
             brokers[key] = JavaBroker(self.root / f"{name}-{broker_id}", self.namesrv, name,
                                       CLUSTER, broker_id, free_broker_port(self.ports),
-                                      heap="384m", settings=settings)
+                                      heap="384m", settings=settings, release=self.release)
         self.brokers = brokers
-        with ThreadPoolExecutor(len(brokers)) as pool:
-            started = [pool.submit(b.start) for b in brokers.values()]
-        for b in brokers.values():
-            if b.proc is not None:
-                self.reaper.track_pgid(b.proc.pid)
+        peers: list[JavaBroker | JavaProxy] = list(brokers.values())
+        if self.release == RELEASE_5:
+            self.proxy = JavaProxy(self.root / "proxy", self.namesrv, CLUSTER, self._port(),
+                                   self._port(), heap="384m")
+            peers.append(self.proxy)
+        with ThreadPoolExecutor(len(peers)) as pool:
+            started = [pool.submit(p.start) for p in peers]
+        for p in peers:
+            if p.proc is not None:
+                self.reaper.track_pgid(p.proc.pid)
         for f in started:
             f.result()
 
     def stop_brokers(self) -> None:
         for b in self.brokers.values():
             b.stop()
+        if self.proxy is not None:
+            self.proxy.stop()
 
     def broker_addr(self, key: str) -> str:
         return self.brokers[key].addr
@@ -280,7 +291,7 @@ class Deployment:
         return self.per_node(lambda a: self.client.get_route(topic, addr=a))
 
     def mqadmin(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return mqadmin(*args, home=self.mqadmin_home, timeout=120.0)
+        return mqadmin(*args, home=self.mqadmin_home, timeout=120.0, release=self.release)
 
     def mqadmin_batch(self, jobs: dict[str, list[str]],
                       extra: dict[str, Callable[[], subprocess.CompletedProcess[str]]]

@@ -1,13 +1,12 @@
-"""ACL against the real RocketMQ 4.9.8: mqadmin signs with conf/tools.yml, a broker does not.
+"""ACL against the real RocketMQ 4.9: mqadmin signs with conf/tools.yml, a broker does not.
 
-The node runs with ``aclEnable=true`` and RocketMQ's own ``conf/plain_acl.yml`` as its
-accounts file, whose admin account ``rocketmq2`` is the one the package's
-``conf/tools.yml`` signs with.
+The node runs with ``aclEnable=true`` and an accounts file in the layout of RocketMQ's
+``conf/plain_acl.yml`` (``tests/data/plain_acl.yml``), whose admin account ``rocketmq2``
+is the one a release's ``conf/tools.yml`` signs with.
 """
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,16 +15,11 @@ import pytest
 from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from tests.integration.test_node import register
-from tests.javaproc import (
-    JAVA_ROCKETMQ,
-    JavaBroker,
-    free_broker_port,
-    java_rocketmq_missing,
-    mqadmin,
-)
+from tests.javaproc import JavaBroker, free_broker_port, java_missing, mqadmin
 from tests.nodeproc import Conn, NodeProcess, poll_until
 
-MISSING = java_rocketmq_missing()
+MISSING = java_missing()
+PLAIN_ACL = Path(__file__).resolve().parents[1] / "data" / "plain_acl.yml"
 pytestmark = [pytest.mark.java, pytest.mark.skipif(bool(MISSING), reason=MISSING)]
 REFUSAL_S = 60.0  # a broker's first registration comes right after its boot line
 
@@ -33,7 +27,7 @@ REFUSAL_S = 60.0  # a broker's first registration comes right after its boot lin
 @pytest.fixture
 def node(tmp_path: Path) -> Iterator[NodeProcess]:
     n = NodeProcess(tmp_path / "node", props={
-        "aclEnable": "true", "aclFile": str(JAVA_ROCKETMQ / "conf" / "plain_acl.yml")}).start()
+        "aclEnable": "true", "aclFile": str(PLAIN_ACL)}).start()
     yield n
     n.stop()
 
@@ -48,14 +42,6 @@ def namesrv_config(node: NodeProcess) -> str:
     return reply.body.decode()
 
 
-def unsigned_home(tmp_path: Path) -> Path:
-    """A ROCKETMQ_HOME with the tools' logging config and no tools.yml: mqadmin signs nothing."""
-    home = tmp_path / "home-without-keys"
-    (home / "conf").mkdir(parents=True)
-    shutil.copy(JAVA_ROCKETMQ / "conf" / "logback_tools.xml", home / "conf")
-    return home
-
-
 def test_mqadmin_with_tools_yml_updates_config_and_without_keys_is_refused(
         node: NodeProcess, tmp_path: Path) -> None:
     signed = mqadmin("updateNamesrvConfig", "-n", node.addr, "-k", "orderMessageEnable",
@@ -64,21 +50,19 @@ def test_mqadmin_with_tools_yml_updates_config_and_without_keys_is_refused(
     assert "update name server config success" in signed.stdout
     assert "orderMessageEnable=true" in namesrv_config(node)
 
-    home = unsigned_home(tmp_path)
     refused = mqadmin("updateNamesrvConfig", "-n", node.addr, "-k", "orderMessageEnable",
-                      "-v", "false", home=tmp_path / "adm",
-                      extra_env={"JAVA_OPT_EXT": f"-Drocketmq.home.dir={home}"})
+                      "-v", "false", home=tmp_path / "adm-unsigned", keys=False)
     out = refused.stdout + refused.stderr
     assert "CODE: 16" in out and "no AccessKey" in out, out
     assert "orderMessageEnable=true" in namesrv_config(node)
-    reads = mqadmin("getNamesrvConfig", "-n", node.addr, home=tmp_path / "adm",
-                    extra_env={"JAVA_OPT_EXT": f"-Drocketmq.home.dir={home}"})
+    reads = mqadmin("getNamesrvConfig", "-n", node.addr, home=tmp_path / "adm-unsigned",
+                    keys=False)
     assert reads.returncode == 0 and "orderMessageEnable" in reads.stdout  # reads stay open
 
 
-def test_broker_4_9_8_does_not_sign_its_registrations(node: NodeProcess,
+def test_broker_4_9_does_not_sign_its_registrations(node: NodeProcess,
                                                       tmp_path: Path) -> None:
-    """BrokerOuterAPI 4.9.8 has no RPC hook: aclEnable and keys in broker.conf do not make it
+    """BrokerOuterAPI 4.9 has no RPC hook: aclEnable and keys in broker.conf do not make it
     sign, so an ACL node refuses it, as it refuses any unsigned REGISTER_BROKER."""
     conn = Conn(node.addr)
     try:

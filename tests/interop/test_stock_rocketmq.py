@@ -1,8 +1,10 @@
-"""Stock Apache RocketMQ 4.9.8 (broker, mqadmin, Java client) against pynamesrv.
+"""Stock Apache RocketMQ (broker, mqadmin, Java client; 5.x proxy; the Go client) against
+pynamesrv, for the 4.9 line and the newest 5.x release.
 
 pynamesrv runs through its installed ``pynamesrv`` entry point, once as a supervised
 cluster (``pynamesrv up``) and once as three standalone nodes started from a shell that
-exits at once and then left idle (see ``harness``). Every test runs against both.
+exits at once and then left idle (see ``harness``). Every test runs against both, with
+each release.
 Tests in this module run in file order per mode and build on each other's steps
 (the topic, the KV entry, broker-b's stop at the end).
 """
@@ -15,7 +17,10 @@ from typing import Any
 
 import pytest
 
+from cluster.peers import gobuild
 from tests.interop.conftest import (
+    GO_TOPIC,
+    GRPC_TOPIC,
     KV_KEY,
     KV_NAMESPACE,
     KV_VALUE,
@@ -30,12 +35,10 @@ from tests.interop.harness import (
     parse_fastjson,
     show,
 )
-from tests.javaproc import java_rocketmq_missing, terminate
+from tests.javaproc import terminate
 from tests.nodeproc import poll_until
 
-pytestmark = [pytest.mark.java,
-              pytest.mark.skipif(bool(java_rocketmq_missing()),
-                                 reason=java_rocketmq_missing() or "Java RocketMQ present")]
+pytestmark = [pytest.mark.java]
 
 Results = dict[str, subprocess.CompletedProcess[str]]
 PERM_WRITE = 2
@@ -179,6 +182,41 @@ def test_java_admin_get_namesrv_config(deployment: Deployment, stage2: Results) 
     assert sorted(configs) == sorted(deployment.addrs), show(done)
     for addr, props in configs.items():
         assert props.get("listenPort") == addr.rsplit(":", 1)[1], f"{addr}: {props}"
+
+
+# ------------------------------------------------- Go client, 5.x proxy
+
+
+def test_go_client_route_and_messages(deployment: Deployment, stage2: Results) -> None:
+    if why := gobuild.missing():
+        pytest.skip(why)
+    route = stage2["go route"]
+    assert route.returncode == 0, show(route)
+    queues = {line.split()[1] for line in route.stdout.splitlines() if line.startswith("QUEUE ")}
+    assert queues == {"broker-a", "broker-b"}, show(route)
+    assert "HAS-TOPIC true" in route.stdout, show(route)
+    done = stage2["go messages"]
+    lines = done.stdout.splitlines()
+    sent = {line.split()[4] for line in lines if line.startswith("SENT ")}
+    received = {line.split()[3] for line in lines if line.startswith("RECEIVED ")}
+    assert done.returncode == 0, show(done)
+    assert f"DONE sent={MESSAGES} received={MESSAGES} missing=[]" in lines, show(done)
+    assert len(sent) == MESSAGES and sent == received, show(done)
+    assert not any(line.startswith("ERROR") for line in lines), show(done)
+    routed = {a: _perms(r) for a, r in deployment.routes(GO_TOPIC).items()}
+    assert routed == dict.fromkeys(deployment.addrs, {"broker-a": 6, "broker-b": 6}), routed
+
+
+def test_proxy_grpc_client_sends_and_receives(deployment: Deployment, stage2: Results) -> None:
+    if deployment.proxy is None:
+        pytest.skip(f"RocketMQ {deployment.release} has no proxy")
+    done = stage2["grpc"]
+    proxy_log = deployment.proxy.output()[-1500:]
+    assert done.returncode == 0, f"{show(done)}\n--- proxy ---\n{proxy_log}"
+    assert "DONE received=1" in done.stdout, show(done)
+    assert any(line.startswith("SENT ") for line in done.stdout.splitlines()), show(done)
+    routes = deployment.routes(GRPC_TOPIC)
+    assert all(isinstance(r, dict) and r["queueDatas"] for r in routes.values()), routes
 
 
 # -------------------------------------------------------------------- KV

@@ -1,10 +1,8 @@
-"""The marks every test module of this package carries."""
+"""The marks every test module of this package carries (each release skips on its own,
+in the ``java_release`` fixture, when it is not installed)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.javaproc import java_rocketmq_missing
-
-MISSING = java_rocketmq_missing()
-JAVA = [pytest.mark.java, pytest.mark.skipif(bool(MISSING), reason=MISSING)]
+JAVA = [pytest.mark.java]

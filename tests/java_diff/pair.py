@@ -2,7 +2,9 @@
 
 `Pair.check` applies a step to both sides, compares the normalised outcomes and
 raises `Divergence` on the first difference that no allowlist entry explains;
-the message shows the step, the steps before it and both replies decoded.
+the message shows the step, the steps before it and both replies decoded. A pair
+in record mode (`record`: the release it compares with, one the node does not follow
+yet) adds each such difference to `tests.java_diff.record` and goes on.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tests.java_diff.allowlist import explain
+from tests.java_diff import record as recorder
+from tests.java_diff.allowlist import VERSION_ROW, align_version, explain
 from tests.java_diff.normalize import canonical, describe, differing_fields
 from tests.java_diff.sides import Outcome, Side, Step
 
@@ -25,6 +28,10 @@ class Divergence(AssertionError):
     pass
 
 
+class TooOld(AssertionError):
+    pass
+
+
 @dataclass
 class Pair:
     java: Side
@@ -32,25 +39,51 @@ class Pair:
     history: list[str] = field(default_factory=list)
     allowed: list[tuple[str, str]] = field(default_factory=list)  # (README row, step label)
     born: float = field(default_factory=time.monotonic)
+    record: str | None = None  # a release whose differences are recorded, not raised
 
     def check(self, step: Step, context: str = "") -> tuple[Outcome, Outcome]:
-        age = time.monotonic() - self.born
-        assert age < MAX_AGE_S, (f"pair is {age:.0f} s old: brokers registered at its start "
-                                 "may expire on one side first; use a fresher pair")
+        age = self.age
+        if age >= MAX_AGE_S:
+            raise TooOld(f"pair is {age:.0f} s old: brokers registered at its start may expire "
+                         "on one side first; use a fresher pair")
         java, ours = self.java.run(step), self.ours.run(step)
         self.history.append(step.label)
         self._compare(step, java, ours, context)
-        self.java.settle(step)
-        self.ours.settle(step)
+        for side in (self.java, self.ours):
+            try:
+                side.settle(step)
+            except AssertionError as exc:
+                if self.record is None:
+                    raise
+                recorder.add(recorder.Difference(self.record, context, step.label, "settle",
+                                                 str(exc) if side is self.java else "settled",
+                                                 str(exc) if side is self.ours else "settled"))
         return java, ours
 
+    @property
+    def age(self) -> float:
+        return time.monotonic() - self.born
+
     def run(self, steps: Iterable[Step], context: str = "") -> None:
+        """Every step in lockstep; in record mode, a pair grown too old ends the run with
+        a recorded line (the differences met so far stay recorded)."""
         for step in steps:
-            self.check(step, context)
+            try:
+                self.check(step, context)
+            except TooOld as exc:
+                if self.record is None:
+                    raise
+                recorder.add(recorder.Difference(self.record, context, step.label,
+                                                 "not run further", str(exc), ""))
+                return
 
     def _compare(self, step: Step, java: Outcome, ours: Outcome, context: str) -> None:
         if step.compare == "none":
             return
+        aligned = align_version(java, ours)
+        if aligned is not None:
+            self.allowed.append((VERSION_ROW, step.label))
+            java = aligned
         with_body = step.compare == "full"
         cj, co = canonical(java, with_body), canonical(ours, with_body)
         if step.compare == "code":
@@ -62,7 +95,12 @@ class Pair:
         if row is not None:
             self.allowed.append((row, step.label))
             return
-        raise Divergence(self._message(step, java, ours, differing_fields(cj, co), context))
+        fields = differing_fields(cj, co)
+        if self.record is not None:
+            recorder.add(recorder.Difference(self.record, context, step.label, ", ".join(fields),
+                                             describe(java), describe(ours)))
+            return
+        raise Divergence(self._message(step, java, ours, fields, context))
 
     def _message(self, step: Step, java: Outcome, ours: Outcome, fields: list[str],
                  context: str) -> str:

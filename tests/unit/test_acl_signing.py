@@ -1,7 +1,7 @@
 """RocketMQ ACL 1.0 signing (cluster.core.protocol.acl) against requests real clients signed.
 
-The two mqadmin frames were sent by the real mqadmin 4.9.8 of ../shared/java-rocketmq,
-signing with its conf/tools.yml (accessKey rocketmq2, secretKey 12345678), to a
+The two mqadmin frames were sent by the real mqadmin 4.9.8, signing with a release's
+conf/tools.yml (accessKey rocketmq2, secretKey 12345678), to a
 listener that read one frame and never answered:
 ``mqadmin updateNamesrvConfig -k orderMessageEnable -v true`` (a body) and
 ``mqadmin updateKvConfig -s ORDER_TOPIC_CONFIG -k TopicA -v broker-a:4`` (no body).
@@ -27,9 +27,11 @@ from cluster.core.errors import UserError
 from cluster.core.protocol import acl
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import decode_command
+from cluster.peers.catalog import release
+from cluster.peers.java import prepare_home
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-TOOLS = acl.Credentials("rocketmq2", "12345678")  # ../shared/java-rocketmq/conf/tools.yml
+TOOLS = acl.Credentials("rocketmq2", "12345678")  # a release's conf/tools.yml
 
 MQADMIN_318 = (
     "000000ce000000b27b22636f6465223a3331382c226578744669656c6473223a7b225369676e6174757265"
@@ -80,12 +82,12 @@ def test_pool_signs_every_request_it_prepares() -> None:
         io.close()
 
 
-def test_tools_yml_holds_the_keys_used_here() -> None:
-    tools = SHARED / "java-rocketmq" / "conf" / "tools.yml"
-    if not tools.is_file():
-        pytest.skip(f"no {tools}")
-    text = tools.read_text()
-    assert "accessKey: rocketmq2" in text and "secretKey: 12345678" in text
+def test_mqadmin_home_signs_with_the_keys_used_here(tmp_path: Path) -> None:
+    """``pynamesrv peer mqadmin`` writes a release's conf/tools.yml: the keys above."""
+    home = prepare_home(tmp_path, release("5.5"), tools_yml=True)
+    text = (home / "conf" / "tools.yml").read_text()
+    assert f"accessKey: {TOOLS.access_key}" in text
+    assert f"secretKey: {TOOLS.secret_key}" in text
 
 
 def test_captured_cpp_client_request_is_signed_the_same_way() -> None:

@@ -91,7 +91,7 @@ def test_a_failing_node_prints_failed_and_exits_1(
     assert out.out.splitlines() == [
         f"wipe write perm of broker[broker-a] in name server[{a}] OK, 2",
         f"wipe write perm of broker[broker-a] in name server[{b}] Failed"]
-    assert f"{b}: failed" in out.err and "boom" in out.err
+    assert out.err.splitlines() == [f"pynamesrv: {b}: failed: response code 1: boom"]
 
 
 def test_delete_topic_sends_216_with_the_cluster_to_every_node(
@@ -142,13 +142,48 @@ def test_get_namesrv_config_all_sends_the_flag(
     (["wipeWritePerm", "-n", "h:1;h:1", "-b", "x"], "given twice"),
     (["wipeWritePerm", "-n", "127.0.0.1:1", "-b", "  "], "-b must not be empty"),
     (["deleteTopic", "-n", "127.0.0.1:1", "-t", "T", "-c", ""], "-c must not be empty"),
-    (["clusterList", "-n", "127.0.0.1:1", "-i", "0"], "-i must be a positive"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["clusterList", "-n", "127.0.0.1:1", "-i", "0"], "-i/--interval: '0': must be more than"),
+    (["topicList", "-n", "127.0.0.1:1", "--timeout", "3x"], "--timeout: not a duration: '3x'"),
+])
+def test_a_bad_time_is_one_line_and_exit_2(argv: list[str], message: str,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_a_node_that_fails_is_named_once_on_stderr_only(
+        fakes: Nodes, capsys: pytest.CaptureFixture[str]) -> None:
+    """A verb without a failure line of mqadmin's: stdout keeps the other node's line only."""
+    fakes.nodes[1].handler = lambda c: reply(1, "boom")
+    a, b = (n.addr for n in fakes.nodes)
+    assert main(["updateKvConfig", "-n", fakes.both, "-s", "ns", "-k", "k", "-v", "v"]) == 1
+    out = capsys.readouterr()
+    assert out.out.splitlines() == [f"{a} update kv config success"]
+    assert out.err.splitlines() == [f"pynamesrv: {b}: failed: response code 1: boom"]
+
+
+def test_an_unreachable_node_is_one_stderr_line_with_its_address_once(
+        fakes: Nodes, capsys: pytest.CaptureFixture[str]) -> None:
+    gone = "127.0.0.1:1"
+    both = f"{fakes.nodes[0].addr};{gone}"
+    assert main(["wipeWritePerm", "-n", both, "-b", "broker-a", "--timeout", "500ms"]) == 1
+    out = capsys.readouterr()
+    assert out.out.splitlines()[-1] == (
+        f"wipe write perm of broker[broker-a] in name server[{gone}] Failed")
+    (line,) = out.err.splitlines()
+    assert line.startswith(f"pynamesrv: {gone}: failed: ") and line.count(gone) == 1, line
 
 
 def test_missing_required_option_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:

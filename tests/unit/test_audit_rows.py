@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -13,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from cluster.audit.cli import duration, node_spec
+from cluster.audit.cli import EXIT_NEVER_ANSWERED, node_spec
 from cluster.audit.collector import (
     CollectPlan,
     RoundResult,
@@ -22,6 +23,7 @@ from cluster.audit.collector import (
     prepare_out_dir,
     run_round,
 )
+from cluster.audit.restarts import RestartWatch
 from cluster.audit.rows import (
     BoundInputs,
     Manifest,
@@ -33,6 +35,7 @@ from cluster.audit.rows import (
     rows_file_name,
     status_row,
 )
+from cluster.cli.main import main as cli_main
 from cluster.core.errors import UserError
 from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand, response_to
@@ -137,24 +140,29 @@ def test_bad_manifest_is_rejected(doc: bytes, message: str) -> None:
 # ------------------------------------------------------------- collector
 
 
-class GarbageNode(FakeNameServer):
-    """Answers GET_NODE_SNAPSHOT with a body that is not JSON."""
+class FakeNode(FakeNameServer):
+    """A pynamesrv node answering SNAPSHOT's tables, each snapshot with the next ``seq`` of
+    ``seqs`` (a node run's count); ``garbage`` answers a snapshot that is not JSON."""
+
+    def __init__(self, seqs: Iterator[int], mute: bool = False, garbage: bool = False) -> None:
+        super().__init__(copy.deepcopy(SNAPSHOT["tables"]), "pynamesrv", mute)
+        self.seqs = seqs
+        self.garbage = garbage
 
     def _reply(self, cmd: RemotingCommand) -> RemotingCommand | None:
-        if cmd.code == RequestCode.GET_NODE_SNAPSHOT:
-            return response_to(cmd, ResponseCode.SUCCESS, body=b"not json")
-        return super()._reply(cmd)
-
-
-FakeNode = FakeNameServer
+        if cmd.code != RequestCode.GET_NODE_SNAPSHOT:
+            return super()._reply(cmd)
+        body = b"not json" if self.garbage else orjson.dumps({**SNAPSHOT, "seq": next(self.seqs)})
+        return response_to(cmd, ResponseCode.SUCCESS, body=body)
 
 
 @pytest.fixture
-def fake_nodes() -> Iterator[Callable[..., FakeNameServer]]:
-    made: list[FakeNameServer] = []
+def fake_nodes() -> Iterator[Callable[..., FakeNode]]:
+    made: list[FakeNode] = []
 
-    def make(mute: bool = False, cls: type[FakeNameServer] = FakeNameServer) -> FakeNameServer:
-        made.append(cls(copy.deepcopy(SNAPSHOT["tables"]), "pynamesrv", mute))
+    def make(seqs: Iterator[int] | None = None, mute: bool = False,
+             garbage: bool = False) -> FakeNode:
+        made.append(FakeNode(seqs or itertools.count(1), mute, garbage))
         return made[-1]
 
     yield make
@@ -175,22 +183,20 @@ def _round(targets: list[Target], timeout: float) -> dict[str, list[dict[str, An
 
 
 def test_a_snapshot_node_is_read_with_request_code_60001(
-        fake_nodes: Callable[..., FakeNameServer]) -> None:
+        fake_nodes: Callable[..., FakeNode]) -> None:
     node = fake_nodes()
     rows = _round([Target("n1", "127.0.0.1", node.port)], timeout=5)["n1"]
-    assert {(r["table"], r["key"]) for r in rows[1:]} == {
-        (r["table"], r["key"]) for r in entry_rows("n1", 4, SNAPSHOT)[1:]}
+    assert rows == entry_rows("n1", 4, {**SNAPSHOT, "seq": 1})
     assert node.requests[RequestCode.GET_NODE_SNAPSHOT] == 1
 
 
 def test_unreachable_and_mute_nodes_are_recorded_unavailable(
-        fake_nodes: Callable[..., FakeNameServer]) -> None:
-    mute = fake_nodes(mute=True)
-    garbage = fake_nodes(cls=GarbageNode)
+        fake_nodes: Callable[..., FakeNode]) -> None:
+    mute, garbage = fake_nodes(mute=True), fake_nodes(garbage=True)
     rows = _round([Target("n1", "127.0.0.1", _closed_port()),
                    Target("n2", "127.0.0.1", mute.port),
                    Target("n3", "127.0.0.1", garbage.port)], timeout=0.5)
-    for node, reason in (("n1", "connect failed"), ("n2", "timeout"), ("n3", "not JSON")):
+    for node, reason in (("n1", "Connection refused"), ("n2", "timeout"), ("n3", "not JSON")):
         assert len(rows[node]) == 1
         assert rows[node][0]["available"] is False and rows[node][0]["table"] is None
         assert reason in rows[node][0]["error"], rows[node][0]["error"]
@@ -220,8 +226,68 @@ def test_collect_writes_rows_per_node_and_a_manifest(
     n1 = [orjson.loads(x) for x in (tmp_path / "out" / "rows-n1.jsonl").read_bytes().splitlines()]
     n2 = [orjson.loads(x) for x in (tmp_path / "out" / "rows-n2.jsonl").read_bytes().splitlines()]
     assert len(n1) == 3 * 7 and {r["round"] for r in n1} == {0, 1, 2}
-    assert seen_cost and all(requests >= 1 for requests, _ in seen_cost)
     assert [r["available"] for r in n2] == [False, False, False]
+    assert all(requests >= 1 for requests, _ in seen_cost)
+
+
+def test_a_node_that_restarted_between_rounds_is_recorded_unavailable(
+        tmp_path: Path, fake_nodes: Callable[..., FakeNode]) -> None:
+    """Its seq went back (5 -> 1): it was down between the rounds, though none saw it so."""
+    restarted = fake_nodes(iter([4, 5, 1, 2]))
+    steady = fake_nodes()
+    targets = [Target("n1", "127.0.0.1", restarted.port), Target("n2", "127.0.0.1", steady.port)]
+    seen: list[str] = []
+    plan = CollectPlan(targets, tmp_path / "out", interval_s=0.05, duration_s=0.16,
+                       timeout_s=1.0, bound_inputs=BoundInputs())  # 4 rounds
+    collect(plan, progress=lambda r, total: seen.append(r.status_line()))
+    assert seen == ["n1:6 n2:6", "n1:6 n2:6", "n1:RESTARTED n2:6", "n1:6 n2:6"]
+    rows = [orjson.loads(x) for x in (tmp_path / "out" / "rows-n1.jsonl").read_bytes()
+            .splitlines()]
+    down = [r for r in rows if r["round"] == 2]
+    assert len(down) == 1 and down[0]["available"] is False
+    assert down[0]["error"] == "restarted since the previous round (snapshot seq 5 -> 1)"
+    assert {r["round"] for r in rows if r["available"]} == {0, 1, 3}
+
+
+def test_restarts_are_told_by_a_seq_not_above_the_last_answered_one() -> None:
+    watch = RestartWatch()
+    body = dict(SNAPSHOT)
+    assert watch.check("n1", {**body, "seq": 3}, None) == ({**body, "seq": 3}, None)
+    assert watch.check("n1", {**body, "seq": 9}, None)[1] is None
+    assert watch.check("n2", {**body, "seq": 1}, None)[1] is None  # each node its own count
+    assert watch.check("n1", {**body, "seq": 9}, None) == (
+        None, "restarted since the previous round (snapshot seq 9 -> 9)")
+    assert watch.check("n1", None, "timeout after 1s") == (None, "timeout after 1s")
+    assert watch.check("n1", {**body, "seq": 1}, None)[1] is None  # the outage was recorded
+    assert watch.check("n1", {"takenAt": 1, "tables": {}}, None)[1] is None  # no seq: no claim
+    assert watch.check("n3", {**body, "run": 100, "seq": 40}, None)[1] is None
+    # A young node that restarted and served more snapshots since than before: its run tells.
+    assert watch.check("n3", {**body, "run": 700, "seq": 41}, None) == (
+        None, "restarted since the previous round (snapshot seq 40 -> 41)")
+
+
+def test_collect_with_every_node_down_warns_and_exits_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    down = f"127.0.0.1:{_closed_port()}"
+    argv = ["audit", "collect", "-n", down, "--interval", "50ms", "--duration", "100ms",
+            "--out", str(tmp_path / "out")]
+    assert cli_main(argv) == EXIT_NEVER_ANSWERED == 1
+    err = capsys.readouterr().err
+    assert f"warning: no node answered the first round ({down}: " in err
+    assert "Connection refused" in err
+    assert f"warning: {down} answered in none of the 3 rounds" in err
+
+
+def test_collect_with_one_node_never_answering_names_it(
+        tmp_path: Path, fake_nodes: Callable[..., FakeNode],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    up = fake_nodes()
+    argv = ["audit", "collect", "--node", f"n1=127.0.0.1:{up.port}",
+            "--node", f"n2=127.0.0.1:{_closed_port()}", "--interval", "50ms",
+            "--duration", "50ms", "--out", str(tmp_path / "out")]
+    assert cli_main(argv) == 1
+    err = capsys.readouterr().err
+    assert "first round" not in err and "warning: n2 answered in none of the 2 rounds" in err
 
 
 def test_collect_refuses_a_directory_that_holds_a_collection(tmp_path: Path) -> None:
@@ -241,18 +307,6 @@ def test_collect_stops_early_when_asked(tmp_path: Path,
 
 
 # -------------------------------------------------------------------- CLI
-
-
-@pytest.mark.parametrize("text, seconds", [
-    ("2s", 2.0), ("500ms", 0.5), ("1.5m", 90.0), ("1h", 3600.0), ("3", 3.0)])
-def test_duration_parses_units(text: str, seconds: float) -> None:
-    assert duration(text) == seconds
-
-
-@pytest.mark.parametrize("text", ["", "0s", "-1s", "2 days", "s"])
-def test_duration_rejects_nonsense(text: str) -> None:
-    with pytest.raises(argparse.ArgumentTypeError):
-        duration(text)
 
 
 def test_node_spec() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -85,20 +86,24 @@ def test_audit_input_refuses_a_used_directory(audit_dir: Path) -> None:
 
 
 class FakeSnapshots:
-    """Answers ``read_node`` from a script per node; stops the workload when done."""
+    """Answers ``read_node``: n1 always, n2 once and then not; stops the observer after
+    ``calls`` requests. Each node's thread calls it (one lock for the counts)."""
 
-    def __init__(self, workload: Workload, rounds: int) -> None:
+    def __init__(self, workload: Workload, calls: int) -> None:
         self.workload = workload
-        self.left = rounds * len(NODES)
+        self.left = calls
         self.calls: list[str] = []
+        self.lock = threading.Lock()
 
     def read_node(self, node: str) -> dict[str, Any]:
         addr = NODES[node]
-        self.calls.append(addr)
-        self.left -= 1
-        if self.left == 0:
-            self.workload._stop_observing.set()
-        if addr == NODES["n2"] and len(self.calls) > len(NODES):
+        with self.lock:
+            self.calls.append(addr)
+            self.left -= 1
+            if self.left == 0:
+                self.workload._stop_observing.set()
+            n2_again = addr == NODES["n2"] and self.calls.count(addr) > 1
+        if n2_again:
             raise CallTimeout("no reply within 1s", addr)
         return snapshot("n1" if addr == NODES["n1"] else "n2", 7_000, ["b1"])
 
@@ -118,21 +123,25 @@ def workload(audit_dir: Path) -> Iterator[Workload]:
 def test_observer_writes_each_round_and_records_history(workload: Workload,
                                                         audit_dir: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = FakeSnapshots(workload, rounds=2)
-    monkeypatch.setattr(workload, "_node_reader", lambda: fake)
-    workload._observer("observer")
+    fake = FakeSnapshots(workload, calls=6)
+    monkeypatch.setattr(workload, "_node_reader", lambda node, addr: fake)
+    workload._observer()
     assert workload.audit is not None
     workload.audit.close(None)
-    ops = [(o.node, o.outcome) for o in workload.history.records()]
-    # Two rounds, then the final one taken once the writers have stopped (with KV).
-    assert ops == [("n1", "ok"), ("n2", "ok"), ("n1", "ok"), ("n2", "unknown"),
-                   ("n1", "ok"), ("n2", "unknown")]
-    assert ["kv" in o.value for o in workload.history.records()][-2:] == [True, False]
-    n2 = read_rows(audit_dir, "n2")
-    assert [(r["round"], r["available"]) for r in n2 if r["table"] is None] == [
-        (0, True), (1, False), (2, False)]
+    ops = workload.history.records()
+    by_node = {n: [o for o in ops if o.node == n] for n in NODES}
+    assert {o.outcome for o in by_node["n1"]} == {"ok"}
+    assert [o.outcome for o in by_node["n2"]] == ["ok"] + ["unknown"] * (len(by_node["n2"]) - 1)
+    # The final round, taken once the writers have stopped, reads KV; the others do not.
+    assert ["kv" in o.value for o in by_node["n1"]] == [True] + [False] * (
+        len(by_node["n1"]) - 2) + [True]
+    rounds = read_manifest(audit_dir).rounds
+    for node in NODES:
+        status = [r for r in read_rows(audit_dir, node) if r["table"] is None]
+        assert [r["round"] for r in status] == list(range(rounds))
+    n2 = [r for r in read_rows(audit_dir, "n2") if r["table"] is None]
+    assert n2[0]["available"] and not any(r["available"] for r in n2[1:])
     assert "CallTimeout" in n2[-1]["error"]
-    assert read_manifest(audit_dir).rounds == 3
 
 
 def report_doc(holds: bool) -> dict[str, Any]:

@@ -27,7 +27,7 @@ class Run:
     """A synthetic run: faults, a workload and observations at fixed steps."""
 
     duration: float = 40.0
-    faults: Sequence[tuple[str, str, float, float]] = field(default_factory=list)
+    faults: Sequence[tuple[str, str, float, float]] = (("hostile_client", "n1", 1.0, 1.0),)
     presence: Presence | None = None
     orphans: list[dict[str, object]] = field(default_factory=list)
     extra: list[Op] = field(default_factory=list)
@@ -117,10 +117,24 @@ def failing(run: Run) -> set[str]:
     return {name for name, r in results(run).items() if not r.ok}
 
 
-def test_clean_run_passes_every_check() -> None:
-    res = results(Run())
-    assert all(r.ok for r in res.values()), [r.as_dict() for r in res.values() if not r.ok]
+def test_a_run_without_faults_holds_every_invariant_but_fails_for_testing_nothing() -> None:
+    res = results(Run(faults=()))
+    assert failing(Run(faults=())) == {"faults_applied"}
+    assert res["faults_applied"].summary.startswith("no fault was applied")
     assert res["audit_verdict"].skipped
+
+
+def test_a_run_whose_faults_all_failed_to_apply_fails() -> None:
+    refused = Op(5.0, "nemesis", "kill_node", "n1", "fail",
+                 {"phase": "apply", "event": 0, "error": "ControlError: not running"})
+    start = Op(0.0, "runner", "start", None, "info",
+               {"nodes": list(NODES), "brokers": list(BROKERS), "timing": FAST.as_dict(),
+                "planned": 1})
+    run = Run(faults=(), extra=[refused], drop=lambda op: op.op == "start")
+    res = {r.name: r for r in run_checks([start, *run.ops()])}
+    assert not res["faults_applied"].ok
+    assert "0 of 1 planned faults applied" in res["faults_applied"].summary
+    assert res["faults_applied"].evidence[1]["value"]["error"].startswith("ControlError")
 
 
 def test_faulty_but_correct_run_passes() -> None:
@@ -131,6 +145,7 @@ def test_faulty_but_correct_run_passes() -> None:
     assert all(r.ok for r in res.values()), [r.as_dict() for r in res.values() if not r.ok]
     assert not res["crashed_broker_expires"].skipped
     assert not res["node_recovers"].skipped
+    assert res["faults_applied"].summary == "4 of 4 planned faults applied"
 
 
 def test_timeout_on_an_unfaulted_node_fails_both_answer_checks() -> None:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
+from cluster.chaos.cluster_file import planned_cluster
+from cluster.chaos.runner import timing_for
 from cluster.chaos.schedule import (
     ALL_FAULTS,
     BROKER_FAULTS,
@@ -12,8 +16,11 @@ from cluster.chaos.schedule import (
     FaultEvent,
     Schedule,
     Timing,
+    TooShort,
     build_schedule,
+    minimum_duration,
 )
+from cluster.core.config import REPO_DEFAULT
 
 NODES = ("n1", "n2", "n3")
 BROKERS = ("broker-a", "broker-b")
@@ -84,9 +91,44 @@ def test_hostile_events_carry_their_own_seed() -> None:
     assert all(e.undo_at is None and "seed" in e.params for e in events)
 
 
-def test_short_duration_schedules_nothing_that_does_not_fit() -> None:
-    s = build_schedule("random", 1, NODES, BROKERS, 10, Timing())
-    assert all(e.fault in ALL_FAULTS and e.end <= 10 for e in s.events)
+OWN = timing_for(planned_cluster(None))  # the timing of a run's own cluster
+SHIPPED = timing_for(planned_cluster(str(REPO_DEFAULT)))  # RocketMQ's: 30 s heartbeat
+
+
+@pytest.mark.parametrize("timing", [FAST, OWN, SHIPPED, Timing()], ids=str)
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_the_minimum_duration_holds_a_fault_and_less_is_refused(scenario: str,
+                                                                timing: Timing) -> None:
+    least = minimum_duration(scenario, timing)
+    for seed in range(30):
+        s = build_schedule(scenario, seed, NODES, BROKERS, least, timing)
+        assert s.events, (scenario, seed, least)
+        if scenario not in ("hostile-client", "broker-crash"):
+            assert any(e.fault in NODE_FAULTS for e in s.events), (scenario, seed)
+        assert s.last_heal + timing.settle_s <= least + 1e-6
+    with pytest.raises(TooShort, match=f"needs --duration {math.ceil(least)}s or more"):
+        build_schedule(scenario, 1, NODES, BROKERS, least - 0.01, timing)
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_the_documented_60s_run_of_the_own_cluster_injects_faults(scenario: str) -> None:
+    for seed in (7, *range(20)):
+        assert build_schedule(scenario, seed, NODES, BROKERS, 60, OWN).events, (scenario, seed)
+
+
+def test_a_60s_pause_run_on_the_shipped_timing_is_refused_with_its_minimum() -> None:
+    with pytest.raises(TooShort) as info:
+        build_schedule("pause-node", 7, NODES, BROKERS, 60, SHIPPED)
+    assert info.value.minimum_s == SHIPPED.margin_s + SHIPPED.heartbeat_s + SHIPPED.settle_s
+    assert "heartbeat 30s" in str(info.value)
+
+
+def test_a_long_fault_is_cut_to_the_room_left() -> None:
+    """A pause is drawn within [heartbeat, 2 heartbeats] but never past the end."""
+    least = minimum_duration("pause-node", FAST)
+    for seed in range(30):
+        (pause,) = build_schedule("pause-node", seed, NODES, BROKERS, least + 0.5, FAST).events
+        assert FAST.heartbeat_s <= pause.end - pause.at <= FAST.heartbeat_s + 0.5 + 1e-6
 
 
 def test_unknown_scenario_and_empty_inputs_are_rejected() -> None:

@@ -38,9 +38,9 @@ def _registers(srv: FakeNameServer, addr: str) -> list[dict[str, object]]:
 def test_identities_are_deterministic() -> None:
     master, slave = broker_identity("C", 1, 0), broker_identity("C", 1, 1)
     assert (master.broker_name, master.broker_addr, master.broker_id) == \
-        ("broker-1", "127.0.0.1:10921", 0)
+        ("broker-1", "127.0.0.1:25921", 0)
     assert (slave.broker_name, slave.broker_addr, slave.ha_server_addr, slave.broker_id) == \
-        ("broker-1", "127.0.0.1:10923", "127.0.0.1:10924", 1)
+        ("broker-1", "127.0.0.1:25923", "127.0.0.1:25924", 1)
 
 
 def test_every_runs_once_per_interval() -> None:

@@ -288,3 +288,19 @@ def test_encode_register_body_keeps_map_order() -> None:
     assert list(decoded.topic_configs) == ["b", "a", "c"]
     compressed = encode_register_body({"counter": 0, "timestamp": 0}, topics, [], True)
     assert list(decode_register_body(compressed, True, 407).topic_configs) == ["b", "a", "c"]
+
+
+def test_a_deflated_body_is_compressed_whatever_the_header_says() -> None:
+    """5.x brokers with compressedRegister=true send compressed=false with a zlib body."""
+    configs = {"T": {"topicName": "T", "perm": 6, "readQueueNums": 4, "writeQueueNums": 4}}
+    dv = {"counter": 3, "timestamp": 1700000000000}
+    deflated = register_body.encode_register_body(dv, configs, [], True)
+    plain = register_body.encode_register_body(dv, configs, [], False)
+    assert register_body.is_compressed(False, deflated)
+    assert not register_body.is_compressed(False, plain)
+    assert not register_body.is_compressed(False, b" {}") and not register_body.is_compressed(
+        False, b"")
+    assert register_body.is_compressed(True, plain)  # the header still wins
+    got = register_body.decode_register_body(deflated, register_body.is_compressed(
+        False, deflated), 513)
+    assert got.data_version == dv and set(got.topic_configs) == {"T"}

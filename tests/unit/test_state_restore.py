@@ -48,6 +48,7 @@ def test_routes_are_kept_and_the_runs_connections_forgotten(tmp_path: Path) -> N
     with store.write() as t:
         t.put("kv", "NS", {"k": "v"})
         t.put("meta", "snapshot_seq", 7)
+        t.put("meta", "snapshot_run", 1_000)
         gen = t.generation()
     store.close()
 
@@ -58,7 +59,8 @@ def test_routes_are_kept_and_the_runs_connections_forgotten(tmp_path: Path) -> N
     with store.read() as t:
         assert t.keys("channel") == [] and t.keys("kv") == [] and t.keys("applied") == []
         assert all("channel" not in live for _, live in t.items("live"))
-        assert t.get("meta", "snapshot_seq") is None and t.generation() > gen
+        assert t.get("meta", "snapshot_seq") is None and t.get("meta", "snapshot_run") is None
+        assert t.generation() > gen
         assert t.get("live", "10.0.0.1:10911")["lastUpdateTimestamp"] == 1_000
     # the previous run's connections are gone: closing a channel of that run removes nothing
     assert route.on_channel_destroy(store, "0.111.1@10.0.0.1:50000", "10.0.0.1:50000") == []

@@ -123,6 +123,22 @@ class RegisterBody:
     filter_servers: list[str] | None
 
 
+def is_compressed(flag: bool, body: bytes | memoryview | None) -> bool:
+    """The header's ``compressed``, or a body that is a zlib stream rather than JSON.
+
+    A 5.x broker with ``compressedRegister=true`` deflates its RegisterBrokerBody but sends
+    ``compressed=false`` (``BrokerOuterAPI.registerBrokerAll`` sets it so), and the Java
+    5.x NameServer then fails to decode it; a JSON body starts with ``{`` (or blank), a
+    zlib stream with a header whose 16-bit value is a multiple of 31, method 8.
+    """
+    if flag:
+        return True
+    if body is None or len(body) < 2:
+        return False
+    cmf, flg = body[0], body[1]
+    return cmf & 0x0F == 8 and cmf >> 4 <= 7 and (cmf << 8 | flg) % 31 == 0
+
+
 def decode_register_body(
     body: bytes | None, compressed: bool, version: int, *, now_ms: int | None = None
 ) -> RegisterBody:
