@@ -109,7 +109,7 @@ def _tables(reader: ClusterReader) -> dict[str, Any]:
 
 
 def _has_broker(tables: dict[str, Any] | None) -> bool:
-    return bool(tables) and BROKER in tables["broker"] and len(tables["topic"]) > 0
+    return tables is not None and BROKER in tables["broker"] and len(tables["topic"]) > 0
 
 
 def _collect(out: Path, nodes: dict[str, str], seconds: float) -> subprocess.Popen[str]:
