@@ -269,7 +269,7 @@ def test_restarts_are_told_by_a_seq_not_above_the_last_answered_one() -> None:
 def test_collect_with_every_node_down_warns_and_exits_1(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     down = f"127.0.0.1:{_closed_port()}"
-    argv = ["audit", "collect", "-n", down, "--interval", "50ms", "--duration", "100ms",
+    argv = ["audit", "collect", "-n", down, "--interval", "200ms", "--duration", "400ms",
             "--out", str(tmp_path / "out")]
     assert cli_main(argv) == EXIT_NEVER_ANSWERED == 1
     err = capsys.readouterr().err
@@ -283,8 +283,8 @@ def test_collect_with_one_node_never_answering_names_it(
         capsys: pytest.CaptureFixture[str]) -> None:
     up = fake_nodes()
     argv = ["audit", "collect", "--node", f"n1=127.0.0.1:{up.port}",
-            "--node", f"n2=127.0.0.1:{_closed_port()}", "--interval", "50ms",
-            "--duration", "50ms", "--out", str(tmp_path / "out")]
+            "--node", f"n2=127.0.0.1:{_closed_port()}", "--interval", "200ms",
+            "--duration", "200ms", "--out", str(tmp_path / "out")]
     assert cli_main(argv) == 1
     err = capsys.readouterr().err
     assert "first round" not in err and "warning: n2 answered in none of the 2 rounds" in err
