@@ -2,14 +2,18 @@
 
 All tables are read in one LMDB read transaction; volatile fields (heartbeat
 timestamps, channel ids) are left out and lists are sorted, so two nodes with
-the same routes produce equal snapshots.
+the same routes produce equal snapshots. ``CANONICAL`` turns one stored entry
+into its snapshot form; the digests (``state.digest``) hash the same forms.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from state.store import Store, Txn
+
+QUEUE_FIELDS = ("perm", "readQueueNums", "topicSysFlag", "writeQueueNums")
 
 
 def next_seq(store: Store, now: int) -> tuple[int, int]:
@@ -26,37 +30,32 @@ def next_seq(store: Store, now: int) -> tuple[int, int]:
     return seq, int(run)
 
 
-def _brokers(t: Txn) -> dict[str, Any]:
-    out = {}
-    for name, bd in t.items("broker"):
-        addrs = sorted(bd["brokerAddrs"].items(), key=lambda kv: int(kv[0]))
-        out[name] = {"cluster": bd["cluster"], "brokerAddrs": dict(addrs)}
-    return out
+def broker_entry(bd: dict[str, Any]) -> dict[str, Any]:
+    addrs = sorted(bd["brokerAddrs"].items(), key=lambda kv: int(kv[0]))
+    return {"cluster": bd["cluster"], "brokerAddrs": dict(addrs)}
 
 
-def _topics(t: Txn) -> dict[str, Any]:
-    out = {}
-    for topic, qmap in t.items("topic"):
-        out[topic] = {
-            name: {k: qd[k] for k in ("perm", "readQueueNums", "topicSysFlag", "writeQueueNums")}
-            for name, qd in sorted(qmap.items())}
-    return out
+def topic_entry(qmap: dict[str, Any]) -> dict[str, Any]:
+    return {name: {k: qd[k] for k in QUEUE_FIELDS} for name, qd in sorted(qmap.items())}
 
 
-def _live(t: Txn) -> dict[str, Any]:
-    return {addr: {"dataVersion": live["dataVersion"], "haServerAddr": live.get("haServerAddr")}
-            for addr, live in t.items("live")}
+def live_entry(live: dict[str, Any]) -> dict[str, Any]:
+    return {"dataVersion": live["dataVersion"], "haServerAddr": live.get("haServerAddr")}
+
+
+def kv_entry(kv: dict[str, Any]) -> dict[str, Any]:
+    return dict(sorted(kv.items()))
+
+
+CANONICAL: dict[str, Callable[[Any], Any]] = {
+    "cluster": sorted, "broker": broker_entry, "topic": topic_entry, "filter": sorted,
+    "live": live_entry, "kv": kv_entry,
+}
 
 
 def tables(t: Txn) -> dict[str, Any]:
-    return {
-        "cluster": {c: sorted(names) for c, names in t.items("cluster")},
-        "broker": _brokers(t),
-        "topic": _topics(t),
-        "filter": {addr: sorted(fs) for addr, fs in t.items("filter")},
-        "live": _live(t),
-        "kv": {ns: dict(sorted(kv.items())) for ns, kv in t.items("kv")},
-    }
+    return {table: {key: canon(value) for key, value in t.items(table)}
+            for table, canon in CANONICAL.items()}
 
 
 def take_snapshot(store: Store, node_name: str, now: int) -> dict[str, Any]:

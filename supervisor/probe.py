@@ -13,7 +13,7 @@ import socket
 
 import zmq
 
-from cluster.core.protocol.codes import RequestCode
+from cluster.core.protocol.codes import ORIGIN_FIELD, RequestCode
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import FrameError, FrameReader, decode_command, encode_command
 
@@ -67,7 +67,8 @@ class Probe:
             self._finish(False, f"connect: {errno.errorcode.get(err, err)}")
             return
         frame = encode_command(RemotingCommand(
-            code=RequestCode.GET_NAMESRV_CONFIG, opaque=self._opaque, language="PYTHON"))
+            code=RequestCode.GET_NAMESRV_CONFIG, opaque=self._opaque, language="PYTHON",
+            ext_fields={ORIGIN_FIELD: "probe"}))
         if self.sock.send(frame) != len(frame):
             self._finish(False, "short send")
             return

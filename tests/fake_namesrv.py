@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from cluster.core.protocol import admin_bodies, route_bodies
-from cluster.core.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.codes import ORIGIN_FIELD, RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import FrameReader, decode_command, encode_command
 
@@ -37,6 +37,7 @@ class FakeNameServer:
         self.mute = mute
         self.lock = threading.Lock()
         self.requests: Counter[int] = Counter()
+        self.origins: Counter[str | None] = Counter()  # the pynamesrvOrigin extField of each
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = int(self.sock.getsockname()[1])
         self._conns: list[socket.socket] = []
@@ -71,6 +72,7 @@ class FakeNameServer:
     def answer(self, cmd: RemotingCommand) -> RemotingCommand | None:
         with self.lock:
             self.requests[cmd.code] += 1
+            self.origins[cmd.field(ORIGIN_FIELD)] += 1
             return self._reply(cmd)
 
     def _reply(self, cmd: RemotingCommand) -> RemotingCommand | None:

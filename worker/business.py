@@ -26,7 +26,7 @@ from state.store import Store
 from worker import wire
 from worker.context import NodeContext
 from worker.frame_arena import ArenaReader
-from worker.metrics import NO_REPLY, Pusher, WorkerMetrics
+from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, origin_of
 from worker.processors import BODY_IN_PLACE, handle, on_channel_destroy
 from worker.procs import announce_ready, io_endpoint, start_worker_process
 
@@ -159,10 +159,11 @@ class BusinessWorker:
         except Exception as exc:  # handle() answers errors itself; this is the last guard
             log.exception("event=handler_crash code=%d", cmd.code)
             reply = _system_error(cmd, exc)
+        origin = origin_of(cmd)
         if reply is None or cmd.is_oneway:
-            self.m.request(cmd.code, NO_REPLY)
+            self.m.request(cmd.code, NO_REPLY, origin=origin)
             return b""
-        self.m.request(cmd.code, reply.code)
+        self.m.request(cmd.code, reply.code, origin=origin)
         return encode_command(reply)
 
     def _channels_destroyed(self, closed: list[tuple[str, str]]) -> None:

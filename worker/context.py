@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.core.clock import wall_ms
+from state.digest import DigestCache
 from state.store import Store
 from worker.acl import AclGuard, guard_of
 
@@ -55,6 +56,7 @@ class NodeContext:
     clock: Callable[[], int]
     route_cache: RouteCache = field(default_factory=RouteCache)
     acl: AclGuard | None = None  # None: ACL off (aclEnable=false)
+    digest_cache: DigestCache = field(default_factory=DigestCache)
 
     @classmethod
     def build(cls, store: Store, cfg: Any, clock: Callable[[], int] = wall_ms) -> NodeContext:

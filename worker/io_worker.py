@@ -40,7 +40,7 @@ from worker.dispatch import Dispatcher, Peer
 from worker.frame_arena import FrameArena
 from worker.handoff import HandoffSender
 from worker.io_connection import READ_SIZE, Connection, IoConfig
-from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code
+from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code, origin_of
 from worker.route_replies import RouteReplies, header_key, learnable
 
 log = logging.getLogger("pynamesrv.io")
@@ -224,10 +224,10 @@ class Hub:
         if cmd.is_response:
             return
         if cmd.is_oneway:
-            self.m.request(cmd.code, NO_REPLY)
+            self.m.request(cmd.code, NO_REPLY, origin=origin_of(cmd))
             return
         conn.write(encode_command(response_to(cmd, code, remark)))
-        self.m.request(cmd.code, code)
+        self.m.request(cmd.code, code, origin=origin_of(cmd))
         if t0 is not None:
             self.m.observe(cmd.code, time.perf_counter() - t0)
 

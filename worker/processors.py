@@ -17,6 +17,7 @@ import orjson
 from cluster.core.protocol import (
     admin_bodies,
     body_common,
+    digest_body,
     register_body,
     register_scan,
     route_bodies,
@@ -31,7 +32,7 @@ from cluster.core.protocol.codes import (
 from cluster.core.protocol.command import RemotingCommand, java_int, response_to
 from cluster.core.protocol.lenient import loads_lenient
 from cluster.core.protocol.properties import PropertiesError, parse_properties
-from state import kvconfig, nsconfig, queries, route
+from state import digest, kvconfig, nsconfig, queries, route
 from state.snapshot import take_snapshot
 from worker.context import NodeContext
 
@@ -391,6 +392,16 @@ def get_node_snapshot(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer
     return _ok(cmd, body=orjson.dumps(snap))
 
 
+def get_node_digest(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                    ) -> RemotingCommand:
+    try:
+        query = digest_body.parse_query(cmd.body)
+    except digest_body.DigestQueryError as exc:
+        return response_to(cmd, RC.SYSTEM_ERROR, f"GET_NODE_DIGEST: {exc}")
+    reply = digest.answer(ctx.store, ctx.node_name, ctx.clock(), query, ctx.digest_cache)
+    return _ok(cmd, body=orjson.dumps(reply))
+
+
 # ---------------------------------------------------------------- outcomes and codes
 
 RQ = RequestCode
@@ -437,6 +448,7 @@ HANDLERS: dict[int, Handler] = {
     RQ.GET_BROKER_MEMBER_GROUP: get_broker_member_group,
     RQ.BROKER_HEARTBEAT: broker_heartbeat,
     RQ.GET_NODE_SNAPSHOT: get_node_snapshot,
+    RQ.GET_NODE_DIGEST: get_node_digest,
 }
 
 

@@ -55,7 +55,7 @@ class AddressService:
 
     def __post_init__(self) -> None:
         self.membership = Membership(self.diverged_after_s)
-        self.reader = ClusterReader({}, self.limits)
+        self.reader = ClusterReader({}, self.limits, origin="addr")
 
     def step(self) -> Published:
         started = time.monotonic()

@@ -1,4 +1,4 @@
-"""``pynamesrv audit collect`` and ``pynamesrv audit run``."""
+"""``pynamesrv audit collect``, ``audit run`` and ``audit watch``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from cluster.audit.collector import CollectPlan, RoundResult, Target, TerminalPr
 from cluster.audit.reader import Kind, ReadLimits
 from cluster.audit.rows import BoundInputs
 from cluster.client.targets import add_source_args, resolve_args
+from cluster.core.argtypes import host_port, int_range
 from cluster.core.durations import duration
 from cluster.core.errors import UserError
 
@@ -35,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     asub.required = True
     _register_collect(asub)
     _register_run(asub)
+    _register_watch(asub)
 
 
 def _register_collect(asub: argparse._SubParsersAction) -> None:
@@ -96,9 +98,43 @@ def _register_run(asub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _targets_and_bound(args: argparse.Namespace) -> tuple[list[Target], BoundInputs]:
-    """The nodes of ``--node``, else ``-n`` / ``-c`` (``targets.resolve_args``); the bound's
-    timings from the cluster file when there is one, else RocketMQ's defaults."""
+def _register_watch(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("watch", help="print the nodes' divergence every round, from their "
+                                      "table digests (GET_NODE_DIGEST)")
+    add_source_args(p)
+    p.add_argument("--node", action="append", type=node_spec, metavar="NAME=HOST:PORT",
+                   help="watch this node, under this name (repeatable; instead of -n or -c)")
+    p.add_argument("--interval", type=duration, default=2.0, help="between rounds (2s)")
+    p.add_argument("--timeout", type=duration, default=None,
+                   help="per-request deadline (default: the interval, at most 1s)")
+    p.add_argument("--duration", type=duration, default=None,
+                   help="stop after this long (default: until Ctrl-C)")
+    p.add_argument("--rounds", type=int_range(1, 10**9), default=None,
+                   help="stop after this many rounds")
+    p.add_argument("--show", type=int_range(0, 10**6), default=10,
+                   help="differing entries listed when they change (10)")
+    p.add_argument("--metrics", type=host_port, default=None, metavar="HOST:PORT",
+                   help="serve the divergence gauges for Prometheus at http://HOST:PORT/metrics")
+    p.set_defaults(func=_watch)
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from cluster.audit.watch import WatchPlan, watch
+
+    targets, _ = _targets(args)
+    if len(targets) < 2:
+        raise UserError("audit watch compares nodes: give at least two")
+    timeout = args.timeout if args.timeout is not None else min(args.interval, 1.0)
+    if timeout > args.interval:
+        raise UserError("--timeout must not exceed --interval")
+    plan = WatchPlan(tuple((t.name, t.host, t.port) for t in targets), args.interval,
+                     timeout, args.duration, args.rounds, args.show, args.metrics)
+    return watch(plan)
+
+
+def _targets(args: argparse.Namespace) -> tuple[list[Target], BoundInputs]:
+    """The nodes of ``--node``, else ``-n`` / ``-c`` (``targets.resolve_args``), and the
+    bound's timings of the cluster file when there is one, else RocketMQ's defaults."""
     bound = BoundInputs()
     if args.node:
         if args.namesrv or args.config:
@@ -112,6 +148,12 @@ def _targets_and_bound(args: argparse.Namespace) -> tuple[list[Target], BoundInp
             bound = BoundInputs(cfg.broker_heartbeat_ms, cfg.scan_interval_ms, cfg.expiry_ms)
     if len({t.name for t in targets}) != len(targets):
         raise UserError("two nodes share a name")
+    return targets, bound
+
+
+def _targets_and_bound(args: argparse.Namespace) -> tuple[list[Target], BoundInputs]:
+    """``_targets``, with the bound's timings overridden by the options that give them."""
+    targets, bound = _targets(args)
     for attr, arg in (("heartbeat_period_ms", args.heartbeat_period),
                       ("scan_interval_ms", args.scan_interval), ("expiry_ms", args.expiry)):
         if arg is not None:

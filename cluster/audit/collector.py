@@ -93,7 +93,7 @@ class CollectPlan:
 
     def reader(self) -> ClusterReader:
         return ClusterReader({t.name: t.address for t in self.targets},
-                             replace(self.limits, timeout_s=self.timeout_s))
+                             replace(self.limits, timeout_s=self.timeout_s), origin="audit")
 
     def manifest(self, started_at: int) -> Manifest:
         return Manifest(nodes=[NodeRef(t.name, t.address) for t in self.targets],

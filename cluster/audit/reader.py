@@ -20,8 +20,9 @@ and a round sends a node at most ``budget`` requests; its cost (requests, bytes)
 each ``NodeRead``. Once any node is read the standard way, every node's tables are
 compared in that view (snapshots are cut to it), so the nodes stay comparable.
 
-``ClusterReader(nodes, limits).read_round()`` -> {node name: NodeRead}; the reads of one
-round are concurrent.
+``ClusterReader(nodes, limits, origin=...).read_round()`` -> {node name: NodeRead}; the
+reads of one round are concurrent. ``origin`` goes with every request as the
+``pynamesrvOrigin`` extField (README "Metrics"; Java ignores it).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from cluster.core.clock import wall_ms
 from cluster.core.protocol import admin_bodies, route_bodies
 from cluster.core.protocol.acl import Credentials
 from cluster.core.protocol.admin_bodies import ORDER_TOPIC_CONFIG
-from cluster.core.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.codes import ORIGIN_FIELD, RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.properties import parse_properties
 from cluster.core.settings_schema import BY_KEY
@@ -119,11 +120,14 @@ class ClusterReader(PooledClient):
     """Reads the nodes ``{name: "host:port"}`` in rounds; blocking, for one thread at a time."""
 
     def __init__(self, nodes: Mapping[str, str], limits: ReadLimits | None = None, *,
-                 pool: ConnectionPool | None = None, credentials: Credentials | None = None,
+                 origin: str = "", pool: ConnectionPool | None = None,
+                 credentials: Credentials | None = None,
                  clock: Callable[[], int] = wall_ms) -> None:
         super().__init__(pool, connect_timeout=(limits or ReadLimits()).timeout_s,
                          credentials=credentials)
         self.limits = limits or ReadLimits()
+        # a pynamesrv node counts requests with this extField apart from client traffic
+        self._origin = {ORIGIN_FIELD: origin} if origin else {}
         self.clock = clock
         self._nodes = {name: _Node(name, addr) for name, addr in nodes.items()}
         self._rotation = sv.TopicRotation()
@@ -221,7 +225,8 @@ class ClusterReader(PooledClient):
     async def _send(self, node: _Node, read: NodeRead, code: int,
                     ext: dict[str, str] | None = None) -> RemotingCommand:
         read.requests += 1
-        cmd = RemotingCommand(code=int(code), version=CLIENT_VERSION, ext_fields=ext)
+        fields = {**(ext or {}), **self._origin}
+        cmd = RemotingCommand(code=int(code), version=CLIENT_VERSION, ext_fields=fields or None)
         try:
             return await self.pool.request(node.addr, cmd, self.limits.timeout_s)
         except ClientError as exc:

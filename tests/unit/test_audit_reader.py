@@ -147,6 +147,15 @@ def test_a_silent_node_fails_alone_and_is_probed_again(
         assert reader.read_node("up")["tables"]["broker"]
 
 
+def test_every_request_names_its_origin(fakes: Callable[..., FakeNameServer]) -> None:
+    t = tables({"broker-a": ["T0"]})
+    nodes = {"py": fakes(t), "j4": fakes(t, "java4")}
+    with ClusterReader({n: f.addr for n, f in nodes.items()}, ReadLimits(timeout_s=2.0),
+                       origin="audit") as reader:
+        reader.read_round()
+    assert set(nodes["py"].origins) == set(nodes["j4"].origins) == {"audit"}
+
+
 def test_limits_refuse_a_budget_without_room_for_routes() -> None:
     with pytest.raises(ValueError, match="no room for routes"):
         ReadLimits(budget=3)

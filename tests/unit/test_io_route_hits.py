@@ -88,7 +88,7 @@ def test_a_chunk_of_hits_is_one_write_counted_by_result() -> None:
         reply(7, ResponseCode.SUCCESS), reply(8, ResponseCode.TOPIC_NOT_EXIST),
         reply(9, ResponseCode.SUCCESS, SerializeType.ROCKETMQ),
         reply(123456, ResponseCode.SUCCESS)))]
-    assert hub.m.requests == {(105, 0): 3, (105, 17): 1}
+    assert hub.m.requests == {(105, 0, "client"): 3, (105, 17, "client"): 1}
     assert hub.m.counters["route_template_hits"] == 4
     assert sum(hub.m.latency[105].counts) == 4
 
@@ -96,7 +96,7 @@ def test_a_chunk_of_hits_is_one_write_counted_by_result() -> None:
 def test_only_unusual_results_are_counted_alone() -> None:
     hub, conn, transport = connection([b"1"])
     conn.data_received(request("B", 5))
-    assert hub.m.requests == {(105, 17): 1}
+    assert hub.m.requests == {(105, 17, "client"): 1}
 
 
 def test_a_new_generation_is_seen_by_the_next_chunk() -> None:

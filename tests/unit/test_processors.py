@@ -333,7 +333,7 @@ def test_snapshot(ctx: NodeContext) -> None:
 
 def test_every_reference_code_has_a_handler() -> None:
     codes = {100, 101, 102, 103, 104, 105, 106, 205, 206, 216, 217, 219, 224, 304, 311, 312,
-             313, 318, 319, 322, 327, 901, 904, 60001}
+             313, 318, 319, 322, 327, 901, 904, 60001, 60002}
     assert codes == set(HANDLERS)
 
 
