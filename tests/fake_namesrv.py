@@ -78,12 +78,7 @@ class FakeNameServer:
     def _reply(self, cmd: RemotingCommand) -> RemotingCommand | None:
         t = self.tables
         ok = ResponseCode.SUCCESS
-        if cmd.code == RQ.GET_NODE_SNAPSHOT:
-            if self.kind == "java4":
-                return None
-            if self.kind == "java5":
-                return response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                                   f" request type {cmd.code} not supported")
+        if cmd.code == RQ.GET_NODE_SNAPSHOT and self.kind == "pynamesrv":
             snapshot = {"node": "fake", "seq": 1, "takenAt": 1, "tables": t}
             return response_to(cmd, ok, body=orjson.dumps(snapshot))
         if cmd.code == RQ.GET_NAMESRV_CONFIG:
@@ -104,7 +99,10 @@ class FakeNameServer:
             if not table:
                 return response_to(cmd, ResponseCode.QUERY_NOT_FOUND, "no such namespace")
             return response_to(cmd, ok, body=admin_bodies.encode_kv_table(table))
-        return response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, "not supported")
+        if self.kind == "java4":
+            return None  # 4.9.x: no reply to a code it does not know
+        return response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                           f" request type {cmd.code} not supported")
 
     def _route(self, cmd: RemotingCommand) -> RemotingCommand:
         queues = self.tables.get("topic", {}).get(cmd.field("topic") or "")
