@@ -1,11 +1,11 @@
 """Which nodes the address service lists: running, answering and agreeing with the majority.
 
-Pure, with time passed in. Each step gets every node's tables in the standard view
-(``cluster.audit.standard_view``: clusters, brokers, topic routes, the KV namespaces
-read), or why it has none (not running, not answering). For each entry the reference
-value is the one most answering nodes hold (absent counts as a value); a tie is broken
-by the nodes being listed, and stays undecided (nobody differs on it) when they tie
-too. Then:
+Pure, with time passed in. Each step gets every node's state (answering or not, and
+why) and the entries on which the answering nodes differ (``cluster.core.divergence``
+``Difference``: the nodes grouped by the entry's digest, none for a node without it).
+For each entry the reference is the digest most answering nodes hold (absent counts
+as a value); a tie is broken by the nodes listed now, and stays undecided (nobody
+differs on it) when they tie too. Then:
 
 * a node that does not answer, or is not running, leaves the list at once;
 * a listed node leaves once some entry has differed from the reference for
@@ -14,31 +14,27 @@ too. Then:
   only briefly);
 * a node not listed (new, restarted, diverged, back from a pause) joins when none of
   its entries differs: once it has caught up.
-
-Tables equal on every node cost one digest each; entries are only compared in a table
-whose digests differ.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from cluster.audit.rows import NESTED_TABLES, canonical, digest
+from cluster.core.divergence import Difference
 
-Key = tuple[str, str]  # (table, key) as in the audit's rows
+Key = tuple[str, str]  # (table, entry: key or key/sub, as in the audit's rows)
 MAX_SHOWN = 5  # differing entries named in a reason
 
 
 @dataclass(frozen=True)
 class NodeView:
-    """One node at one step: its tables, or None and why (``why``)."""
+    """One node at one step: whether it answered, and why not (``why``)."""
 
     name: str
     addr: str
-    tables: Mapping[str, Any] | None
+    answering: bool
     why: str = ""
 
 
@@ -57,16 +53,17 @@ class Membership:
         self.diverged_after_s = diverged_after_s
         self.nodes: dict[str, NodeState] = {}
 
-    def update(self, views: Sequence[NodeView], now: float) -> list[NodeState]:
+    def update(self, views: Sequence[NodeView], differences: Sequence[Difference],
+               now: float) -> list[NodeState]:
         """One step; returns the state of every node of ``views``, in their order."""
         self.nodes = {v.name: self.nodes.get(v.name) or NodeState(v.name, v.addr, since=now)
                       for v in views}
-        answering = {v.name: v.tables for v in views if v.tables is not None}
-        differs = _differences(answering, {n for n, s in self.nodes.items() if s.listed})
+        listed = {n for n, s in self.nodes.items() if s.listed}
+        differs = differing(differences, listed)
         for v in views:
             state = self.nodes[v.name]
             state.addr = v.addr
-            if v.tables is None:
+            if not v.answering:
                 state.differing.clear()
                 self._set(state, False, v.why or "not answering", now)
             else:
@@ -101,33 +98,25 @@ class Membership:
         state.reason = reason
 
 
-def _differences(answering: Mapping[str, Mapping[str, Any]],
-                 listed: set[str]) -> dict[str, set[Key]]:
-    """node -> the entries on which it differs from the reference."""
-    out: dict[str, set[Key]] = {n: set() for n in answering}
-    tables = sorted({t for tabs in answering.values() for t in tabs})
-    for table in tables:
-        whole = {n: digest(canonical(tabs.get(table) or {})) for n, tabs in answering.items()}
-        if len(set(whole.values())) <= 1:
+def differing(differences: Sequence[Difference], listed: set[str]) -> dict[str, set[Key]]:
+    """node -> the entries on which it holds another digest than the reference."""
+    out: dict[str, set[Key]] = {}
+    for d in differences:
+        values = {n: digest for digest, nodes in d.groups for n in nodes}
+        ref = reference(values, listed)
+        if ref is UNDECIDED:
             continue
-        per_node = {n: dict(_entries(table, tabs.get(table) or {}))
-                    for n, tabs in answering.items()}
-        for key in sorted({k for entries in per_node.values() for k in entries}):
-            values = {n: entries.get(key) for n, entries in per_node.items()}
-            ref = _reference(values, listed)
-            if ref is _UNDECIDED:
-                continue
-            for n, v in values.items():
-                if v != ref:
-                    out[n].add((table, key))
+        for n, v in values.items():
+            if v != ref:
+                out.setdefault(n, set()).add((d.table, d.label))
     return out
 
 
-_UNDECIDED = object()
+UNDECIDED = object()
 
 
-def _reference(values: Mapping[str, str | None], listed: set[str]) -> object:
-    """The value most nodes hold; a tie broken by the listed nodes; else _UNDECIDED."""
+def reference(values: Mapping[str, str | None], listed: set[str]) -> object:
+    """The value most nodes hold; a tie broken by the listed nodes; else UNDECIDED."""
     counts = Counter(values.values()).most_common()
     if len(counts) == 1 or counts[0][1] > counts[1][1]:
         return counts[0][0]
@@ -136,14 +125,4 @@ def _reference(values: Mapping[str, str | None], listed: set[str]) -> object:
     ranked = among_listed.most_common()
     if ranked and (len(ranked) == 1 or ranked[0][1] > ranked[1][1]):
         return ranked[0][0]
-    return _UNDECIDED
-
-
-def _entries(table: str, content: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """(key, digest) per entry, keyed as the audit's rows are."""
-    for key, value in content.items():
-        if table in NESTED_TABLES and isinstance(value, Mapping):
-            for sub, inner in value.items():
-                yield f"{key}/{sub}", digest(canonical(inner))
-        else:
-            yield str(key), digest(canonical(value))
+    return UNDECIDED

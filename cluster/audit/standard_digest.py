@@ -8,6 +8,7 @@ left out of the summary, so the watch compares only what every node shows.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from cluster.audit.reader import ClusterReader, NodeFailed, ReadLimits
@@ -19,7 +20,9 @@ KIND = "standard codes"
 ORIGIN = "audit"
 
 
-def standard_source(name: str, host: str, port: int) -> TablesDigest:
+def standard_source(name: str, host: str, port: int, origin: str = ORIGIN,
+                    limits: ReadLimits | None = None) -> TablesDigest:
+    """``name`` at ``host:port`` read with ``limits`` (its timeout is the watch's deadline)."""
     addr = f"{host}:{port}"
     readers: dict[float, ClusterReader] = {}
 
@@ -28,8 +31,8 @@ def standard_source(name: str, host: str, port: int) -> TablesDigest:
             for old in readers.values():
                 old.close()
             readers.clear()
-            readers[timeout] = ClusterReader({name: addr}, ReadLimits(timeout_s=timeout),
-                                             origin=ORIGIN)
+            readers[timeout] = ClusterReader(
+                {name: addr}, replace(limits or ReadLimits(), timeout_s=timeout), origin=origin)
         return readers[timeout]
 
     def read(timeout: float) -> tuple[int, dict[str, Any]]:

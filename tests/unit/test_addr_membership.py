@@ -1,4 +1,7 @@
-"""Which nodes the address service lists (fake clock): running, answering, agreeing."""
+"""Which nodes the address service lists (fake clock): running, answering, agreeing.
+
+The differences come from a divergence round over the nodes' tables (``Watch`` with
+``TablesDigest`` sources), as the service's come from the nodes' digests."""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ from typing import Any
 
 from cluster.addr.membership import Membership, NodeView
 from cluster.audit import standard_view as sv
+from cluster.core.digest_source import TablesDigest
+from cluster.core.divergence_watch import Watch
 from supervisor.reload import plan
 from tests.fake_namesrv import tables
 
@@ -23,9 +28,17 @@ EMPTY = _t({})
 
 
 def _step(m: Membership, now: float, **nodes: dict[str, Any] | None) -> dict[str, bool]:
-    views = [NodeView(n, f"127.0.0.1:{9876 + i}", t, "" if t is not None else "timeout")
+    """One step: ``nodes`` maps a node to its tables, or None when it does not answer."""
+    answering = {n: t for n, t in nodes.items() if t is not None}
+    watch = Watch({n: TablesDigest(n, "tables", lambda _t, t=t: (1, t))
+                   for n, t in answering.items()}, deadline_s=1.0)
+    try:
+        differences = watch.round().comparison.differences if answering else ()
+    finally:
+        watch.close()
+    views = [NodeView(n, f"127.0.0.1:{9876 + i}", t is not None, "" if t else "timeout")
              for i, (n, t) in enumerate(nodes.items())]
-    return {s.name: s.listed for s in m.update(views, now)}
+    return {s.name: s.listed for s in m.update(views, differences, now)}
 
 
 def test_nodes_that_agree_are_listed_at_once() -> None:
