@@ -164,6 +164,15 @@ def test_reload_adds_and_removes_nodes_and_the_lists_follow(tmp_path: Path,
                                            addrs=[addr["n3"]]).all_ok
             poll_until(lambda: listed(base) == sorted(addr.values()), 10, 0.05, "n3 joined")
 
+            # a node SIGKILLed and restarted by the supervisor leaves the list and comes back
+            # once it agrees: with its routes kept, at once (nothing here registers again)
+            killed = client.node_status("n2")["pid"]
+            assert _cli(path, "kill", "n2").returncode == 0
+            poll_until(lambda: addr["n2"] not in listed(base), 10, 0.05, "killed n2 unlisted")
+            poll_until(lambda: (n := client.node_status("n2"))["pid"] != killed
+                       and n["state"] == "running", 60, 0.1, "n2 restarted")
+            poll_until(lambda: listed(base) == sorted(addr.values()), 10, 0.05, "n2 back")
+
             del ports["n1"]
             path.write_text(_yaml(control, addr_port, ports))
             out = _cli(path, "reload")
