@@ -20,8 +20,6 @@ import orjson
 from cluster.core.protocol import fastjson
 from state.store import Store, Txn
 
-ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
-
 
 class KVConfigError(Exception):
     """The KV file exists but cannot be used; the message names the file."""

@@ -22,6 +22,7 @@ from cluster.core.protocol import (
     register_scan,
     route_bodies,
 )
+from cluster.core.protocol.admin_bodies import ORDER_TOPIC_CONFIG
 from cluster.core.protocol.codes import V4_9_4, RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand, java_int, response_to
 from cluster.core.protocol.lenient import loads_lenient
@@ -144,7 +145,7 @@ def _crc_ok(cmd: RemotingCommand) -> bool:
 def _order_kv_body(t: Any) -> bytes | None:
     if not nsconfig.get_bool(t, "returnOrderTopicConfigToBroker"):
         return None
-    table = kvconfig.get_namespace(t, kvconfig.ORDER_TOPIC_CONFIG)
+    table = kvconfig.get_namespace(t, ORDER_TOPIC_CONFIG)
     return None if table is None else admin_bodies.encode_kv_table(table)
 
 
@@ -237,7 +238,7 @@ def broker_heartbeat(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer:
 # ---------------------------------------------------------------- route queries
 
 def _route_body(ctx: NodeContext, t: Any, topic: str, standard: bool) -> bytes | None:
-    order = kvconfig.get(t, kvconfig.ORDER_TOPIC_CONFIG, topic) \
+    order = kvconfig.get(t, ORDER_TOPIC_CONFIG, topic) \
         if nsconfig.get_bool(t, "orderMessageEnable") else None
     key = (topic, standard, order)
     body = ctx.route_cache.get(t.generation(), key)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import hashlib
 import logging
 import os
 import shutil
@@ -22,10 +23,17 @@ def run_dir(name: str, pid: int) -> Path:
     return Path("/tmp") / f"pynamesrv-{os.getuid()}" / f"{name[:32]}-{pid}"
 
 
-def store_dir(name: str, port: int, pid: int) -> Path:
-    """Per-node LMDB directory, in shared memory when the machine has /dev/shm."""
+def store_base() -> Path:
+    """Where nodes keep their stores: shared memory when the machine has /dev/shm."""
     base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path("/tmp")
-    return base / f"pynamesrv-{os.getuid()}" / f"{name[:32]}-{port}-{pid}"
+    return base / f"pynamesrv-{os.getuid()}" / "stores"
+
+
+def store_dir(data_dir: Path) -> Path:
+    """The LMDB directory of the node whose data dir is ``data_dir``: one per data dir (a
+    hash of its resolved path), so a node restarted on its data dir finds its store."""
+    key = hashlib.sha256(os.fsencode(data_dir.resolve())).hexdigest()[:20]
+    return store_base() / key
 
 
 def sweep_stale(base: Path) -> int:
