@@ -258,6 +258,9 @@ DELTA_FOLD_SHARE = 1 / 8
 
 
 def forget_applied(t: Txn, name: str) -> None:
-    """`name` left the route tables: none of its applied records (stamp included) holds."""
+    """`name` left the route tables: none of its applied records (stamp included) holds,
+    and this process forgets what it remembered of them (a table of tens of thousands of
+    topics would otherwise stay in memory until 32 other names pushed it out)."""
     for table in APPLIED_TABLES:
         t.delete(table, name)
+    _APPLIED_MEMO.pop(name, None)

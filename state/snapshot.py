@@ -18,7 +18,8 @@ QUEUE_FIELDS = ("perm", "readQueueNums", "topicSysFlag", "writeQueueNums")
 
 def next_seq(store: Store, now: int) -> tuple[int, int]:
     """Increment this node run's snapshot sequence number; returns it and the run's id,
-    the ``takenAt`` of the run's first snapshot (the store is made anew by each run)."""
+    the ``takenAt`` of the run's first snapshot (a run starts both anew: a store kept from
+    the previous run forgets them, ``state.restore``)."""
     with store.write() as t:
         seq = (t.get("meta", "snapshot_seq") or 0) + 1
         t.put("meta", "snapshot_seq", seq)

@@ -37,6 +37,19 @@ class RouteCache:
             return None
         return self.bodies.get(key)
 
+    def keep(self, generation: int, key: tuple[Any, ...], build: Callable[[], bytes | None]
+             ) -> bytes | None:
+        """The body under ``key``, built (unless None) and kept when missing. Whole-table
+        replies are kept with the route bodies until the generation moves (any change of
+        the tables they show): a client asking again and again for the topic list, a
+        namespace or the cluster costs one encoding per change."""
+        body = self.get(generation, key)
+        if body is None:
+            body = build()
+            if body is not None:
+                self.put(key, body)
+        return body
+
     def put(self, key: tuple[Any, ...], body: bytes) -> None:
         if self.size + len(body) > self.max_bytes:
             self._evict()

@@ -22,15 +22,18 @@ from cluster.core.protocol import (
     register_scan,
     route_bodies,
 )
-from cluster.core.protocol.codes import V4_9_4, RequestCode, ResponseCode, SerializeType
+from cluster.core.protocol.admin_bodies import ORDER_TOPIC_CONFIG
+from cluster.core.protocol.codes import V4_9_4, RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand, java_int, response_to
 from cluster.core.protocol.lenient import loads_lenient
 from cluster.core.protocol.properties import PropertiesError, parse_properties
 from state import digest, kvconfig, nsconfig, queries, route
 from state.snapshot import take_snapshot
 from worker.context import NodeContext
+from worker.failures import failed
 
 Handler = Callable[[NodeContext, RemotingCommand, str, str], RemotingCommand]
+
 RC = ResponseCode
 FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
 
@@ -107,10 +110,16 @@ def get_kvlist_by_namespace(ctx: NodeContext, cmd: RemotingCommand, channel: str
                             ) -> RemotingCommand:
     ns = cmd.field("namespace")
     with ctx.store.read() as t:
-        table = kvconfig.get_namespace(t, ns) if ns is not None else None
-    if table is None:
+        body = None if ns is None else ctx.route_cache.keep(  # kept until the tables change
+            t.generation(), ("kvlist", ns), lambda: _kv_body(t, ns))
+    if body is None:
         return response_to(cmd, RC.QUERY_NOT_FOUND, f"No config item, Namespace: {_jstr(ns)}")
-    return _ok(cmd, body=admin_bodies.encode_kv_table(table))
+    return _ok(cmd, body=body)
+
+
+def _kv_body(t: Any, ns: str) -> bytes | None:
+    table = kvconfig.get_namespace(t, ns)
+    return None if table is None else admin_bodies.encode_kv_table(table)
 
 
 # ---------------------------------------------------------------- broker registration
@@ -136,7 +145,7 @@ def _crc_ok(cmd: RemotingCommand) -> bool:
 def _order_kv_body(t: Any) -> bytes | None:
     if not nsconfig.get_bool(t, "returnOrderTopicConfigToBroker"):
         return None
-    table = kvconfig.get_namespace(t, kvconfig.ORDER_TOPIC_CONFIG)
+    table = kvconfig.get_namespace(t, ORDER_TOPIC_CONFIG)
     return None if table is None else admin_bodies.encode_kv_table(table)
 
 
@@ -229,7 +238,7 @@ def broker_heartbeat(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer:
 # ---------------------------------------------------------------- route queries
 
 def _route_body(ctx: NodeContext, t: Any, topic: str, standard: bool) -> bytes | None:
-    order = kvconfig.get(t, kvconfig.ORDER_TOPIC_CONFIG, topic) \
+    order = kvconfig.get(t, ORDER_TOPIC_CONFIG, topic) \
         if nsconfig.get_bool(t, "orderMessageEnable") else None
     key = (topic, standard, order)
     body = ctx.route_cache.get(t.generation(), key)
@@ -259,8 +268,9 @@ def get_routeinfo_by_topic(ctx: NodeContext, cmd: RemotingCommand, channel: str,
 def get_broker_cluster_info(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                             ) -> RemotingCommand:
     with ctx.store.read() as t:
-        brokers, clusters = queries.cluster_info(t)
-    return _ok(cmd, body=route_bodies.encode_cluster_info(brokers, clusters))
+        body = ctx.route_cache.keep(t.generation(), ("cluster_info",), lambda: (
+            route_bodies.encode_cluster_info(*queries.cluster_info(t))))
+    return _ok(cmd, body=body)
 
 
 def get_broker_member_group(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -282,8 +292,9 @@ def get_all_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, pee
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableAllTopicList"):
             return _disabled(cmd)
-        topics = queries.all_topics(t)
-    return _ok(cmd, body=admin_bodies.encode_topic_list(topics))
+        body = ctx.route_cache.keep(t.generation(), ("all_topics",),
+                                    lambda: admin_bodies.encode_topic_list(queries.all_topics(t)))
+    return _ok(cmd, body=body)
 
 
 def get_topics_by_cluster(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -292,8 +303,10 @@ def get_topics_by_cluster(ctx: NodeContext, cmd: RemotingCommand, channel: str, 
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableTopicList"):
             return _disabled(cmd)
-        topics = queries.topics_by_cluster(t, cluster) if cluster is not None else []
-    return _ok(cmd, body=admin_bodies.encode_topic_list(topics))
+        topics = (lambda: queries.topics_by_cluster(t, cluster)) if cluster is not None else list
+        body = ctx.route_cache.keep(t.generation(), ("cluster_topics", cluster),
+                                    lambda: admin_bodies.encode_topic_list(topics()))
+    return _ok(cmd, body=body)
 
 
 def get_system_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -408,6 +421,7 @@ REFUSAL_CODES: dict[nsconfig.Refusal, ResponseCode] = {
     nsconfig.Refusal.LINE_BREAK: RC.SYSTEM_ERROR,
     nsconfig.Refusal.NOT_UPDATABLE: RC.SYSTEM_ERROR,
     nsconfig.Refusal.INVALID_VALUE: RC.SYSTEM_ERROR,
+    nsconfig.Refusal.TOO_LARGE: RC.SYSTEM_ERROR,
 }
 UNIT_LISTS: dict[int, queries.UnitList] = {
     RQ.GET_UNIT_TOPIC_LIST: queries.UnitList.UNIT,
@@ -446,11 +460,6 @@ HANDLERS: dict[int, Handler] = {
 }
 
 
-def _error_remark(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 def _dispatch(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
               ) -> RemotingCommand:
     handler = HANDLERS.get(cmd.code)
@@ -460,16 +469,7 @@ def _dispatch(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
     try:
         return handler(ctx, cmd, channel, peer)
     except Exception as exc:
-        return system_error(cmd, exc)
-
-
-def system_error(cmd: RemotingCommand, exc: BaseException) -> RemotingCommand:
-    """The reply to a request whose processing failed. As in 4.9, the remoting layer makes
-    it, not the processor, so it keeps the server's default encoding (JSON) whatever
-    the request's encoding."""
-    reply = response_to(cmd, RC.SYSTEM_ERROR, _error_remark(exc))
-    reply.serialize_type = SerializeType.JSON
-    return reply
+        return failed(cmd, exc)
 
 
 def handle(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -488,5 +488,11 @@ def handle(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
 
 
 def on_channel_destroy(ctx: NodeContext, closed: list[tuple[str, str]]) -> None:
-    """Connections closed: forget the brokers registered over them (one write)."""
-    route.on_channels_destroyed(ctx.store, [(ch, peer or None) for ch, peer in closed])
+    """Connections closed: forget the brokers registered over them (one write). A
+    connection that registered none removes the broker at its own address (Java's
+    peer-address fallback); with ACL on, only when a registration from that address needs
+    no signature either (``globalWhiteRemoteAddresses``)."""
+    guard = ctx.acl
+    route.on_channels_destroyed(ctx.store, [
+        (ch, peer if peer and (guard is None or guard.unsigned_may_register(peer)) else None)
+        for ch, peer in closed])

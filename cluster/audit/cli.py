@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cluster.audit.collector import CollectPlan, RoundResult, Target, TerminalProgress, collect
+from cluster.audit.reader import Kind, ReadLimits
 from cluster.audit.rows import BoundInputs
 from cluster.client.targets import add_source_args, resolve_args
 from cluster.core.argtypes import host_port, int_range
@@ -48,6 +49,7 @@ def _register_collect(asub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=duration, default=None,
                    help="per-request timeout (default: the interval, at most 1s)")
     p.add_argument("--out", required=True, help="new directory for the rows and manifest")
+    add_read_args(p)
     p.add_argument("--heartbeat-period", type=duration, default=None,
                    help="broker heartbeat period for the bound (default from the config)")
     p.add_argument("--scan-interval", type=duration, default=None,
@@ -55,6 +57,30 @@ def _register_collect(asub: argparse._SubParsersAction) -> None:
     p.add_argument("--expiry", type=duration, default=None,
                    help="broker expiry for the bound (default from the config)")
     p.set_defaults(func=_collect)
+
+
+def add_read_args(p: argparse.ArgumentParser) -> None:
+    """How nodes are read (``cluster.audit.reader``): kind, budget, concurrency, KV."""
+    d = ReadLimits()
+    p.add_argument("--read", choices=("auto", "snapshot", "standard"), default="auto",
+                   help="auto: the snapshot (code 60001) where a node answers it, else "
+                        "RocketMQ's own codes; or force one way for every node (auto)")
+    p.add_argument("--budget", type=int, default=d.budget, metavar="N",
+                   help=f"requests per node and round at most, routes included ({d.budget})")
+    p.add_argument("--concurrency", type=int, default=d.concurrency, metavar="N",
+                   help=f"requests in flight per node ({d.concurrency})")
+    p.add_argument("--kv-namespace", action="append", metavar="NS",
+                   help="KV namespace to compare on nodes read the standard way (repeatable; "
+                        f"default {', '.join(d.namespaces)})")
+
+
+def read_limits(args: argparse.Namespace, timeout: float) -> ReadLimits:
+    force = None if args.read == "auto" else Kind(args.read)
+    namespaces = tuple(args.kv_namespace) if args.kv_namespace else ReadLimits().namespaces
+    try:
+        return ReadLimits(timeout, args.concurrency, args.budget, namespaces, force)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _register_run(asub: argparse._SubParsersAction) -> None:
@@ -140,7 +166,8 @@ def _collect(args: argparse.Namespace) -> int:
     timeout = args.timeout if args.timeout is not None else min(args.interval, 1.0)
     if timeout > args.interval:
         raise UserError("--timeout must not exceed --interval")
-    plan = CollectPlan(targets, Path(args.out), args.interval, args.duration, timeout, bound)
+    plan = CollectPlan(targets, Path(args.out), args.interval, args.duration, timeout, bound,
+                       read_limits(args, timeout))
     progress, answers = TerminalProgress(), Answers([t.name for t in targets])
 
     def seen(result: RoundResult, total: int) -> None:

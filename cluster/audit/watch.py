@@ -22,6 +22,7 @@ from prometheus_client import start_http_server
 from prometheus_client.core import CollectorRegistry, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from cluster.audit.standard_digest import standard_source
 from cluster.core.agreement_history import History
 from cluster.core.digest_source import DigestSource, RemoteDigest, Units
 from cluster.core.divergence_gauges import divergence_gauges
@@ -30,7 +31,7 @@ from cluster.core.node_link import NotAnswering
 
 ORIGIN = "audit"
 # name, host, port -> a source reading a node through the standard request codes, or None
-FALLBACK: Callable[[str, str, int], DigestSource] | None = None
+FALLBACK: Callable[[str, str, int], DigestSource] | None = standard_source
 
 
 class FallbackSource:

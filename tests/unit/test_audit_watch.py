@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import copy
+import io
 from typing import Any
 
 import pytest
 
-from cluster.audit.watch import FallbackSource
+from cluster.audit.watch import FallbackSource, WatchPlan, watch
 from cluster.core.digest_source import TablesDigest
 from cluster.core.node_link import NotAnswering
+from cluster.core.protocol.codes import RequestCode
+from tests.fake_namesrv import FakeNameServer
+from tests.fake_namesrv import tables as fake_tables
 
 
 class NoDigest(TablesDigest):
@@ -56,3 +61,26 @@ def test_a_silent_node_stays_on_the_digest_code() -> None:
     no_fallback = FallbackSource(NoDigest(), None, lambda s: None)
     with pytest.raises(NotAnswering):
         no_fallback.summary(1.0)
+
+
+def test_watch_reads_java_nodes_through_the_standard_codes() -> None:
+    """A 4.9-like node (no reply to the digest code) and a 5.x-like one (code 3) are read with
+    the audit's reader and compared with a pynamesrv-like one; one lacks broker-b."""
+    full = fake_tables({"broker-a": ["T0"], "broker-b": ["T1"]})
+    fakes = {"j4": FakeNameServer(copy.deepcopy(full), "java4"),
+             "j5": FakeNameServer(full, "java5"),
+             "py": FakeNameServer(fake_tables({"broker-a": ["T0"]}), "pynamesrv")}
+    plan = WatchPlan(tuple((n, "127.0.0.1", f.port) for n, f in fakes.items()), 0.3, 0.3,
+                     None, 2, 10, None)
+    out = io.StringIO()
+    try:
+        assert watch(plan, out) == 1
+    finally:
+        for f in fakes.values():
+            f.close()
+    text = out.getvalue()
+    assert "j4 does not answer GET_NODE_DIGEST (no answer within" in text, text
+    assert "j5 does not answer GET_NODE_DIGEST (response code 3" in text, text
+    assert "DIVERGE" in text and "broker  broker-b  odd: py  missing on py" in text, text
+    assert fakes["j4"].requests[RequestCode.GET_BROKER_CLUSTER_INFO] > 0
+    assert fakes["py"].requests[RequestCode.GET_NODE_SNAPSHOT] > 0

@@ -46,7 +46,7 @@ class RequestCode(IntEnum):
 # counts it apart from client traffic (``pynamesrv_requests_total{origin}``); any other
 # value, or none, counts as ``client``.
 ORIGIN_FIELD = "pynamesrvOrigin"
-ORIGINS = frozenset({"probe", "status", "audit"})
+ORIGINS = frozenset({"probe", "status", "audit", "addr"})
 CLIENT_ORIGIN = "client"
 
 
