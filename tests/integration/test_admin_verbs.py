@@ -191,8 +191,10 @@ class Cluster:
 
 
 def ours(*argv: str) -> str:
-    done = subprocess.run([PYNAMESRV, *argv], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
+    """The installed pynamesrv's stdout, waiting for each call as long as mqadmin does
+    (DefaultMQAdminExt's 5 s), so a slow broker shows the same in both."""
+    done = subprocess.run([PYNAMESRV, *argv, "--timeout", "5s"], capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, (argv, done.stdout, done.stderr)
     assert done.stderr == "", (argv, done.stderr)
     return done.stdout
