@@ -7,10 +7,10 @@ ranges come from `cluster.core.settings_schema`. The node loads them once at sta
 prints them (`properties_text`). Settings marked live in the schema are read from
 here at each use, so an update takes effect at once.
 
-GET_NAMESRV_CONFIG answers what Java 4.9.8 answers: its config fields and the
-unknown keys of the node's file, in the order Java's `Properties` iterates them
-(`java_order`). pynamesrv's own keys are added, all keys sorted, when asked with
-`all=true`.
+GET_NAMESRV_CONFIG answers what the Java release the node follows (`rocketmqVersion`)
+answers: its config fields and the unknown keys of the node's file, in the order Java
+4.9.8's `Properties` iterates them (`java_order`), or sorted as 5.x sorts them.
+pynamesrv's own keys are added, all keys sorted, when asked with `all=true`.
 
 Differences from Java, on purpose: values containing a line break are refused
 (Java writes them verbatim, which lets a caller inject lines into the file);
@@ -27,16 +27,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from cluster.core.protocol.dialect import Dialect, dialect_of
 from cluster.core.protocol.properties import format_properties
 from cluster.core.settings_schema import (
     BY_KEY,
+    JAVA5_KEYS,
     JAVA_CLASSES,
     PROTECTED_KEYS,
     Update,
     java_fields,
     text_defaults,
 )
-from state.javaorder import string_hash
+from state.javaorder import ConcurrentKeys
 from state.kvconfig import write_atomic
 from state.store import Store, Txn
 
@@ -97,6 +99,11 @@ def get_int(t: Txn, key: str) -> int:
     return int(value) if value is not None else int(BY_KEY[key].default or 0)
 
 
+def dialect(t: Txn) -> Dialect:
+    """The release the node follows (fixed while it runs)."""
+    return dialect_of(get(t, "rocketmqVersion"))
+
+
 def all_properties(t: Txn) -> dict[str, str]:
     return dict(t.items("config"))
 
@@ -107,10 +114,14 @@ def blacklist(t: Txn) -> set[str]:
 
 
 def properties_text(t: Txn, everything: bool = False) -> str:
-    """GET_NAMESRV_CONFIG body: Java's keys in Java's order, or (`everything`) all, sorted."""
+    """GET_NAMESRV_CONFIG body: Java's keys in Java's order (4.9.8) or sorted (5.x), or
+    (`everything`) all, sorted."""
     props = all_properties(t)
     if everything:
         return format_properties(props)
+    if dialect(t).five:
+        return format_properties({k: v for k, v in props.items()
+                                  if k in JAVA5_KEYS or k not in BY_KEY})
     order = t.get("meta", ORDER_KEY) or []
     return format_properties({k: props[k] for k in order if k in props}, sort=False)
 
@@ -192,71 +203,10 @@ def java_order(file_keys: Iterable[str]) -> list[str]:
     then the `-c` file's keys into one `Properties`, each group taken in the order its own
     `Properties` iterates. pynamesrv's own keys are left out, as if the file lacked them.
     """
-    merged = _JavaProperties()
+    merged = ConcurrentKeys()
     groups = [java_fields(c) for c in JAVA_CLASSES]
     groups.append([k for k in file_keys if k not in BY_KEY or BY_KEY[k].java])
     for group in groups:
-        for key in _JavaProperties.of(group).ordered():
+        for key in ConcurrentKeys.of(group).ordered():
             merged.put(key)
     return merged.ordered()
-
-
-def _spread(key: str) -> int:
-    h = string_hash(key) & 0xFFFFFFFF
-    return (h ^ (h >> 16)) & 0x7FFFFFFF
-
-
-class _JavaProperties:
-    """Keys of a `java.util.Properties` (a `ConcurrentHashMap`, 16 bins, since Java 9).
-
-    Bins are iterated in index order, a bin's chain in insertion order; growth at 3/4
-    load splits each chain as `ConcurrentHashMap.transfer` does.
-    """
-
-    def __init__(self) -> None:
-        self.bins: list[list[str]] = [[] for _ in range(16)]
-        self.count = 0
-
-    @classmethod
-    def of(cls, keys: Iterable[str]) -> _JavaProperties:
-        props = cls()
-        for key in keys:
-            props.put(key)
-        return props
-
-    def put(self, key: str) -> None:
-        n = len(self.bins)
-        chain = self.bins[_spread(key) & (n - 1)]
-        if key in chain:
-            return
-        chain.append(key)
-        self.count += 1
-        if self.count >= n - (n >> 2):
-            self._grow()
-
-    def _grow(self) -> None:
-        n = len(self.bins)
-        grown: list[list[str]] = [[] for _ in range(2 * n)]
-        for i, chain in enumerate(self.bins):
-            if chain:
-                grown[i], grown[i + n] = _split(chain, n)
-        self.bins = grown
-
-    def ordered(self) -> list[str]:
-        return [k for chain in self.bins for k in chain]
-
-
-def _split(chain: list[str], n: int) -> tuple[list[str], list[str]]:
-    """One chain moved to a table of 2n bins: (stays at i, moves to i + n).
-
-    The tail run of keys bound for one side keeps its order; each key before it is
-    put at the head of its side's chain.
-    """
-    bits = [_spread(k) & n for k in chain]
-    last = len(chain) - 1
-    while last > 0 and bits[last - 1] == bits[last]:
-        last -= 1
-    low, high = ([], chain[last:]) if bits[last] else (chain[last:], [])
-    for key, bit in zip(chain[:last], bits[:last], strict=True):
-        (high if bit else low).insert(0, key)
-    return low, high

@@ -8,16 +8,19 @@ from cluster.core.errors import UserError
 from state import nsconfig
 from state.kvconfig import KVConfigError, load_into
 from state.store import Store
+from worker.context import STARTED_AT
 from worker.settings import NodeSettings
 
 STORE_MAP_SIZE = 1 << 30  # sparse on tmpfs; bounds the route tables of one node
 
 
-def create_state(path: Path, settings: NodeSettings) -> Store:
+def create_state(path: Path, settings: NodeSettings, now: int) -> Store:
     store = Store.create(path, map_size=STORE_MAP_SIZE)
     try:
         load_into(store, str(settings.kv_config_path))
         _init_config(store, settings)
+        with store.write() as t:
+            t.put("meta", STARTED_AT, now)
     except KVConfigError as exc:
         store.destroy()
         raise UserError(str(exc)) from None

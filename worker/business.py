@@ -158,7 +158,7 @@ class BusinessWorker:
             reply = handle(self.ctx, cmd, channel, channel.partition("@")[2])
         except Exception as exc:  # handle() answers errors itself; this is the last guard
             log.exception("event=handler_crash code=%d", cmd.code)
-            reply = _system_error(cmd, exc)
+            reply = self.ctx.dialect.stamp(_system_error(cmd, exc))
         if reply is None or cmd.is_oneway:
             self.m.request(cmd.code, NO_REPLY)
             return b""

@@ -50,6 +50,7 @@ class IoConfig:
     max_pending: int
     window: int
     drain_ms: int
+    dialect: str = "5.5.0"  # rocketmqVersion: the release whose replies the worker writes
     hand_off: bool = False  # hand connections with a large next frame to the large worker
     large: bool = False  # the large-frame worker: takes connections handed to it, no port
     nice: int = 0

@@ -15,7 +15,7 @@ import struct
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import orjson
@@ -38,6 +38,7 @@ from cluster.core.protocol.body_common import (
     _str_map,
 )
 from cluster.core.protocol.lenient import loads_lenient
+from cluster.core.protocol.mapping_body import compressed_mapping
 
 V3_0_11 = 37
 V5_0_0 = 413
@@ -121,6 +122,7 @@ class RegisterBody:
     data_version: dict[str, int]
     topic_configs: dict[str, dict[str, Any]]
     filter_servers: list[str] | None
+    mappings: dict[str, dict[str, Any]] = field(default_factory=dict)  # static topics (5.x)
 
 
 def is_compressed(flag: bool, body: bytes | memoryview | None) -> bool:
@@ -393,9 +395,12 @@ def _decode_compressed(body: bytes, version: int, now_ms: int | None) -> Registe
         cfg = _topic_line(cur.block("topic config").decode("utf-8", "replace"))
         topics[cfg["topicName"]] = cfg
     filters = _filter_list_text(cur.block("filterServerList"))
+    mappings = {}
     if version >= V5_0_0 and not cur.at_end():
-        _skip_queue_mappings(cur)
-    return RegisterBody(dv, topics, filters)
+        for _ in range(cur.int32("topic queue mapping count")):
+            topic, info = compressed_mapping(cur.block("topic queue mapping"))
+            mappings[topic] = info
+    return RegisterBody(dv, topics, filters, mappings)
 
 
 def _java_int32(text: str, line: str) -> int:
@@ -445,12 +450,6 @@ def _filter_list_text(raw: bytes) -> list[str] | None:
         return None if value is None else _str_list(value, "filterServerList")
     except ValueError:
         return []
-
-
-def _skip_queue_mappings(cur: _Cursor) -> None:
-    """5.x static-topic section: parsed for well-formedness, contents unused."""
-    for _ in range(cur.int32("topic queue mapping count")):
-        _dict(_load(cur.block("topic queue mapping"), "topic queue mapping"), "mapping")
 
 
 def encode_register_body(
