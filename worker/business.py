@@ -143,7 +143,7 @@ class BusinessWorker:
         frame (in an I/O worker's file, valid until this reply) keeps its body there for
         the codes whose handlers read it in place (``BODY_IN_PLACE``)."""
         try:
-            cmd = decode_command(frame, view_body=shared)
+            cmd = decode_command(frame, view_body=shared, fastjson2=self.ctx.dialect.five)
             if shared and cmd.body is not None and cmd.code not in BODY_IN_PLACE:
                 cmd.body = bytes(cmd.body)
         except FrameError as exc:

@@ -21,7 +21,7 @@ def go_away_reply(frame: bytes | memoryview, dialect: Dialect) -> bytes | None:
     """The encoded GO_AWAY reply to a request (b"" when it gets none but must not run), or
     None when the request is to be served (an older client's, or not a request)."""
     try:
-        cmd = decode_command(frame)
+        cmd = decode_command(frame, fastjson2=dialect.five)
     except FrameError:
         return None  # the business pool answers a malformed frame as it always does
     if cmd.is_response or cmd.version <= V5_3_1:

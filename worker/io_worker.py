@@ -165,7 +165,8 @@ class Hub:
         for frame in frames:
             if self.going_away and self._go_away(conn, frame):
                 continue
-            found = header_key(frame)  # only route lookups are ever learned under a key
+            # only route lookups are ever learned under a key
+            found = header_key(frame, self.dialect.five)
             if found is not None:
                 t = template(found[0])
                 if t is not None:
@@ -231,7 +232,7 @@ class Hub:
         if conn is None:
             return
         try:
-            cmd = decode_command(frame)
+            cmd = decode_command(frame, fastjson2=self.dialect.five)
         except FrameError as exc:
             log.warning("event=bad_header conn=%s error=%r", conn_id.decode(), str(exc))
             conn.close(abort=True)
