@@ -69,7 +69,7 @@ def _broker_entry(t: Txn, name: str, five: bool
     return public_broker_data(bd), filters
 
 
-SYNC_BROKER_MEMBER_GROUP_PREFIX = "SYNC_BROKER_MEMBER_"  # TopicValidator's system prefix
+SYNC_BROKER_MEMBER_GROUP_PREFIX = "rmq_sys_SYNC_BROKER_MEMBER_"  # TopicValidator
 PERM_WRITE = 2
 
 

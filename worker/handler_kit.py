@@ -94,8 +94,9 @@ def registration_body(cmd: RemotingCommand, now: int) -> BodyParts:
     head = register_body.register_head(body, compressed(cmd), cmd.version, now_ms=now)
     if head is None or body is None:
         rb = _register_body(cmd, now)
+        mappings = rb.mappings if compressed(cmd) else plain_mappings(body)
         return BodyParts(rb.data_version, rb.filter_servers,
-                         TopicTable.of_configs(rb.topic_configs), rb.mappings)
+                         TopicTable.of_configs(rb.topic_configs), mappings)
     return BodyParts(head.data_version, head.filter_servers,
                      _lazy_table(body, cmd.version, now, head), plain_mappings(body))
 

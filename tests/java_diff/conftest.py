@@ -47,10 +47,13 @@ def java_release(request: pytest.FixtureRequest) -> str:
     return release
 
 
-def start_pair(stack: ExitStack, workdir: Path, release: str) -> Pair:
-    java = JavaNamesrv(workdir / "java", release=release)
+def start_pair(stack: ExitStack, workdir: Path, release: str,
+               settings: dict[str, str] | None = None) -> Pair:
+    """A Java NameServer and a node, both with the NameServer `settings` given."""
+    java = JavaNamesrv(workdir / "java", release=release, props=settings)
     stack.callback(java.stop)
-    node = NodeProcess(workdir / "node", name="diff", props=NODE_SETTINGS[release])
+    node = NodeProcess(workdir / "node", name="diff",
+                       props={**NODE_SETTINGS[release], **(settings or {})})
     stack.callback(node.stop)
     java.start()
     node.start()
@@ -99,10 +102,13 @@ def shared_pair(shared_pairs: SharedPair) -> Pair:
 
 
 @pytest.fixture
-def fresh_pair(tmp_path: Path, java_release: str) -> Iterator[Callable[[], Pair]]:
+def fresh_pair(tmp_path: Path, java_release: str
+               ) -> Iterator[Callable[..., Pair]]:
+    """Starts a new pair, with the NameServer settings passed (`fresh_pair(settings)`)."""
     with ExitStack() as stack:
         count = iter(range(1_000))
-        yield lambda: start_pair(stack, tmp_path / f"pair-{next(count)}", java_release)
+        yield lambda settings=None: start_pair(stack, tmp_path / f"pair-{next(count)}",
+                                               java_release, settings)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -9,8 +9,11 @@ absent), ``topic``, ``totalQueues``; unknown fields are dropped, as Java drops t
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Mapping
 from typing import Any
 
+from cluster.core.protocol import fastjson
 from cluster.core.protocol.body_common import (
     BodyError,
     _bool,
@@ -21,6 +24,7 @@ from cluster.core.protocol.body_common import (
 )
 
 GLOBAL_SCOPE = "__global__"
+_I32 = struct.Struct(">i")
 _KEY = b'"topicQueueMappingInfoMap"'
 
 
@@ -61,3 +65,22 @@ def compressed_mapping(block: bytes) -> tuple[str, dict[str, Any]]:
     if info["topic"] is None:
         raise BodyError("topic queue mapping without a topic")
     return info["topic"], info
+
+
+# ------------------------------------------------------------------ encoders (tests, tools)
+
+
+def compressed_section(mappings: Mapping[str, Mapping[str, Any]] | None) -> bytes:
+    """The static-topic section a 5.x broker appends to a compressed body (none: b"")."""
+    if mappings is None:
+        return b""
+    blocks = [fastjson.dumpb(dict(m)) for m in mappings.values()]
+    return _I32.pack(len(blocks)) + b"".join(_I32.pack(len(b)) + b for b in blocks)
+
+
+def wrapper_fields(mappings: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
+    """The fields a 5.x broker's plain body adds to its topicConfigSerializeWrapper."""
+    if mappings is None:
+        return {}
+    return {"topicQueueMappingDetailMap": {},
+            "topicQueueMappingInfoMap": {t: dict(m) for t, m in mappings.items()}}

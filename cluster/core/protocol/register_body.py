@@ -38,7 +38,11 @@ from cluster.core.protocol.body_common import (
     _str_map,
 )
 from cluster.core.protocol.lenient import loads_lenient
-from cluster.core.protocol.mapping_body import compressed_mapping
+from cluster.core.protocol.mapping_body import (
+    compressed_mapping,
+    compressed_section,
+    wrapper_fields,
+)
 
 V3_0_11 = 37
 V5_0_0 = 413
@@ -459,19 +463,22 @@ def encode_register_body(
     compressed: bool,
     *,
     with_attributes: bool = False,
+    mappings: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> bytes:
     """``RegisterBrokerBody.encode(compressed)`` as a 4.9 broker sends it, topics in the
-    given order; ``with_attributes`` adds 5.x ``attributes`` (JSON field / 6th line field)."""
+    given order; ``with_attributes`` adds 5.x ``attributes`` (JSON field / 6th line field);
+    ``mappings`` (topic → TopicQueueMappingInfo) the 5.x static-topic section, which a
+    NameServer reads from a compressed body of a request version V5_0_0 or above."""
     if compressed:
         plain = _compressed_plaintext(data_version, topic_configs, filter_servers, with_attributes)
-        return zlib.compress(plain, 9)
+        return zlib.compress(plain + compressed_section(mappings), 9)
     table = {k: _topic_config_bean(c, with_attributes) for k, c in topic_configs.items()}
+    wrapper: dict[str, Any] = {"dataVersion": _data_version_bean(data_version),
+                               "topicConfigTable": table}
+    wrapper.update(wrapper_fields(mappings))
     obj = {
         "filterServerList": None if filter_servers is None else list(filter_servers),
-        "topicConfigSerializeWrapper": {
-            "dataVersion": _data_version_bean(data_version),
-            "topicConfigTable": table,
-        },
+        "topicConfigSerializeWrapper": wrapper,
     }
     return fastjson.dumpb(obj)
 
