@@ -1,4 +1,4 @@
-"""Iteration order of a Java `HashMap`/`HashSet` with String keys.
+"""Iteration order of a Java `HashMap`/`HashSet` or `ConcurrentHashMap` with String keys.
 
 Some replies expose that order as data (GET_SYSTEM_TOPIC_LIST_FROM_NS picks the
 first broker of `brokerAddrTable`); mirroring it keeps those replies identical
@@ -7,16 +7,24 @@ to Java's. Collisions inside one bucket keep the given order.
 
 from __future__ import annotations
 
+import functools
+import sys
+from array import array
 from collections.abc import Iterable
 
 _MAX_TABLE = 1 << 30
 
 
 def string_hash(s: str) -> int:
-    """`java.lang.String.hashCode()` as a signed 32-bit value."""
+    """`java.lang.String.hashCode()` as a signed 32-bit value (over UTF-16 code units)."""
+    units: Iterable[int]
+    if s.isascii():
+        units = s.encode("ascii")
+    else:
+        units = array("H", s.encode("utf-16-le" if sys.byteorder == "little" else "utf-16-be"))
     h = 0
-    for unit in s.encode("utf-16-be").hex(" ", 2).split():
-        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    for unit in units:
+        h = (31 * h + unit) & 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h
 
 
@@ -39,6 +47,7 @@ def hashmap_order(keys: Iterable[str]) -> list[str]:
     return sorted(ks, key=bucket)
 
 
+@functools.lru_cache(maxsize=1 << 18)  # the topics of a big cluster, asked for repeatedly
 def _spread(key: str) -> int:
     h = string_hash(key) & 0xFFFFFFFF
     return (h ^ (h >> 16)) & 0x7FFFFFFF

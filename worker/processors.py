@@ -10,6 +10,7 @@ transaction, so a reply reflects one consistent state.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import orjson
 
@@ -169,13 +170,26 @@ def _disabled(cmd: RemotingCommand) -> RemotingCommand:
     return response_to(cmd, RC.SYSTEM_ERROR, "disable")
 
 
+def _list_body(ctx: NodeContext, t: Any, key: tuple[Any, ...],
+               build: Callable[[], bytes]) -> bytes:
+    """A topic list's body, kept with the route bodies for the store generation: ordering a
+    big cluster's topics as Java's maps iterate them takes a second for 70,000 topics."""
+    body = ctx.route_cache.get(t.generation(), key)
+    if body is None:
+        body = build()
+        ctx.route_cache.put(key, body)
+    return body
+
+
 def get_all_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                        ) -> RemotingCommand:
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableAllTopicList"):
             return _disabled(cmd)
-        topics = queries.all_topics(t, ctx.dialect.five)
-    return ok(cmd, body=admin_bodies.encode_topic_list(topics, five=ctx.dialect.five))
+        five = ctx.dialect.five
+        body = _list_body(ctx, t, ("all topics",), lambda: admin_bodies.encode_topic_list(
+            queries.all_topics(t, five), five=five))
+    return ok(cmd, body=body)
 
 
 def get_topics_by_cluster(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -185,8 +199,10 @@ def get_topics_by_cluster(ctx: NodeContext, cmd: RemotingCommand, channel: str, 
         if not nsconfig.get_bool(t, "enableTopicList"):
             return _disabled(cmd)
         five = ctx.dialect.five
-        topics = queries.topics_by_cluster(t, cluster, five) if cluster is not None else []
-    return ok(cmd, body=admin_bodies.encode_topic_list(topics, five=five))
+        body = _list_body(ctx, t, ("cluster topics", cluster), lambda: admin_bodies.
+                          encode_topic_list(queries.topics_by_cluster(t, cluster, five)
+                                            if cluster is not None else [], five=five))
+    return ok(cmd, body=body)
 
 
 def get_system_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -201,8 +217,11 @@ def get_unit_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, pe
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableTopicList"):
             return _disabled(cmd)
-        topics = queries.unit_topics(t, UNIT_LISTS[cmd.code], ctx.dialect.five)
-    return ok(cmd, body=admin_bodies.encode_topic_list(topics, five=ctx.dialect.five))
+        five = ctx.dialect.five
+        body = _list_body(ctx, t, ("unit topics", cmd.code), lambda: admin_bodies.
+                          encode_topic_list(queries.unit_topics(t, UNIT_LISTS[cmd.code], five),
+                                            five=five))
+    return ok(cmd, body=body)
 
 
 # ---------------------------------------------------------------- admin writes

@@ -77,7 +77,7 @@ class Five:
         return ";".join(self.servers)
 
     def call(self, addr: str, code: int, ext: dict[str, str] | None = None) -> RemotingCommand:
-        conn = Conn(addr, timeout=10.0)
+        conn = Conn(addr, timeout=30.0)  # ordering 70,000 topics takes a second or two
         try:
             return conn.call(RemotingCommand(code=code, version=V5_5_0, ext_fields=ext))
         finally:
