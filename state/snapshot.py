@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from state import live
 from state.store import Store, Txn
 
 
@@ -43,8 +44,11 @@ def _topics(t: Txn) -> dict[str, Any]:
 
 
 def _live(t: Txn) -> dict[str, Any]:
-    return {addr: {"dataVersion": live["dataVersion"], "haServerAddr": live.get("haServerAddr")}
-            for addr, live in t.items("live")}
+    """Keyed by broker address (a node following 5.x keys its live table by cluster too: an
+    address live in two clusters is shown once)."""
+    return {live.addr_of(key): {"dataVersion": entry["dataVersion"],
+                                "haServerAddr": entry.get("haServerAddr")}
+            for key, entry in t.items("live")}
 
 
 def tables(t: Txn) -> dict[str, Any]:
@@ -52,7 +56,7 @@ def tables(t: Txn) -> dict[str, Any]:
         "cluster": {c: sorted(names) for c, names in t.items("cluster")},
         "broker": _brokers(t),
         "topic": _topics(t),
-        "filter": {addr: sorted(fs) for addr, fs in t.items("filter")},
+        "filter": {live.addr_of(key): sorted(fs) for key, fs in t.items("filter")},
         "live": _live(t),
         "kv": {ns: dict(sorted(kv.items())) for ns, kv in t.items("kv")},
     }
