@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepare a checkout: .venv with pynamesrv and its dev + spark + interop extras, Java 17 for
-# PySpark, and Debian's chromium for the page tests (PYNAMESRV_NO_BROWSER=1 skips it).
+# PySpark, Debian's chromium for the page tests (PYNAMESRV_NO_BROWSER=1 skips it) and
+# Debian's prometheus for promtool and the dashboard check (PYNAMESRV_NO_PROMETHEUS=1 skips it).
 # With --peers (what scripts/test.sh passes): also the real RocketMQ peers the tests use,
 # from their registries into a cache outside the clone (pynamesrv peer install --java --go:
 # Apache RocketMQ 4.9 and 5.x from Maven Central, the Go client probe from the Go module
@@ -89,6 +90,26 @@ install_browser() {
   fi
 }
 
+install_prometheus() {
+  # promtool checks the shipped alert rules, the Prometheus server the Grafana dashboard's
+  # queries (tests/unit/test_monitoring.py, tests/integration/test_supervisor_metrics.py);
+  # both skip without them. Debian's package, the server not started.
+  [ -z "${PYNAMESRV_NO_PROMETHEUS:-}" ] || return 0
+  if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then
+    return 0
+  fi
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo="sudo -n"
+  fi
+  say "installing Debian's prometheus (promtool) for the monitoring checks"
+  if ! { $sudo apt-get update -qq &&
+         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+           prometheus >/dev/null; }; then
+    say "could not install prometheus; the monitoring checks will skip"
+  fi
+}
+
 apt_install() {  # apt_install COMMAND PACKAGE WHY: install PACKAGE when COMMAND is missing
   command -v "$1" >/dev/null 2>&1 && return 0
   local sudo=""
@@ -120,5 +141,6 @@ make_venv
 install_package
 install_java
 install_browser
+install_prometheus
 [ -z "$PEERS" ] || install_peers
 say "ready: $VENV"

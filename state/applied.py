@@ -282,6 +282,9 @@ PERM_WRITE = 2
 
 
 def forget_applied(t: Txn, name: str) -> None:
-    """`name` left the route tables: none of its applied records (stamp included) holds."""
+    """`name` left the route tables: none of its applied records (stamp included) holds,
+    and this process forgets what it remembered of them (a table of tens of thousands of
+    topics would otherwise stay in memory until 32 other names pushed it out)."""
     for table in APPLIED_TABLES:
         t.delete(table, name)
+    _APPLIED_MEMO.pop(name, None)

@@ -11,6 +11,7 @@ Namespaces are created on first put and never removed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -18,8 +19,6 @@ import orjson
 
 from cluster.core.protocol import fastjson
 from state.store import Store, Txn
-
-ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 
 
 class KVConfigError(Exception):
@@ -68,17 +67,25 @@ def persist(t: Txn, path: str | None) -> None:
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    """Replace `path` with `data`: tmp file, fsync, rename, fsync directory."""
+    """Replace `path` with `data`: tmp file, fsync, rename, fsync directory. On failure
+    (a full disk) the temporary file is removed and the OSError names `path`."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     tmp = f"{path}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        _write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if exc.errno is None or exc.filename == path:
+            raise
+        raise OSError(exc.errno, exc.strerror, path) from exc
     dfd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dfd)

@@ -16,9 +16,14 @@ Differences from Java, on purpose: values containing a line break are refused
 (Java writes them verbatim, which lets a caller inject lines into the file);
 values that do not fit the key's type or range are refused (Java silently keeps
 the old value); pynamesrv's settings that cannot change while the node runs are
-refused; String values are trimmed (5.x). A refused update is a `Refused` outcome
-(which rule, and the text for the caller); the request processors choose the
-response code.
+refused; String values are trimmed (5.x); a value longer than `VALUE_MAX_CHARS`, or an
+update that would make the stored config larger than `CONFIG_MAX_BYTES`, is refused
+(Java's values are typed fields and need no such bound; here any client could
+otherwise make every GET_NAMESRV_CONFIG reply megabytes long). A refused update is a
+`Refused` outcome (which rule, and the text for the caller); the request processors
+choose the response code. A config file over these bounds written by an older version
+is still loaded (`oversized` names it, for one warning at start); an update that does
+not make it larger is still applied, so it can be shrunk at run time.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from cluster.core.javaorder import ConcurrentKeys
 from cluster.core.protocol.dialect import Dialect, dialect_of
 from cluster.core.protocol.properties import format_properties
 from cluster.core.settings_schema import (
@@ -38,13 +44,14 @@ from cluster.core.settings_schema import (
     java_fields,
     text_defaults,
 )
-from state.javaorder import ConcurrentKeys
 from state.kvconfig import write_atomic
 from state.store import Store, Txn
 
 BLACKLIST_REMARK = "Can not update config in black list."
 PARSE_REMARK = "string2Properties error"
 ORDER_KEY = "config_order"  # meta table: GET_NAMESRV_CONFIG's Java key order
+VALUE_MAX_CHARS = 4096  # one value (PATH_MAX: a path is the longest legitimate value)
+CONFIG_MAX_BYTES = 64 << 10  # every key and value, as persisted
 
 
 class Refusal(Enum):
@@ -54,6 +61,7 @@ class Refusal(Enum):
     LINE_BREAK = "line break"  # a key or value holding a line break
     NOT_UPDATABLE = "not updatable"  # a setting fixed while the node runs
     INVALID_VALUE = "invalid value"  # a value that does not fit its key's type or range
+    TOO_LARGE = "too large"  # a value, or the whole config, over its bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +153,9 @@ def check(t: Txn, props: dict[str, str]) -> Refused | None:
         if "\r" in key or "\n" in key or "\r" in value or "\n" in value:
             return Refused(Refusal.LINE_BREAK,
                            f"Can not update config: {key.strip()!r} contains a line break.")
+    too_large = _too_large(t, props)
+    if too_large is not None:
+        return too_large
     for key in props:
         setting = BY_KEY.get(key)
         if setting is not None and setting.update is Update.REFUSED:
@@ -160,6 +171,39 @@ def check(t: Txn, props: dict[str, str]) -> Refused | None:
             return Refused(Refusal.INVALID_VALUE,
                            f"Can not update config: bad value for {key}: {exc}.")
     return None
+
+
+def _too_large(t: Txn, props: dict[str, str]) -> Refused | None:
+    """Refused when a value is over ``VALUE_MAX_CHARS`` or the update would grow the stored
+    config past ``CONFIG_MAX_BYTES``."""
+    for key, value in props.items():
+        if len(value) > VALUE_MAX_CHARS:
+            return Refused(Refusal.TOO_LARGE, f"Can not update config: the value of "
+                           f"{key[:64]!r} has {len(value)} characters, at most "
+                           f"{VALUE_MAX_CHARS}.")
+    known = all_properties(t)
+    before = config_bytes(known)
+    after = config_bytes({**known, **{k: v.strip() for k, v in props.items() if k in known}})
+    if after > CONFIG_MAX_BYTES and after > before:
+        return Refused(Refusal.TOO_LARGE, f"Can not update config: it would take {after} "
+                       f"bytes, at most {CONFIG_MAX_BYTES}.")
+    return None
+
+
+def config_bytes(props: dict[str, str]) -> int:
+    """The size of ``props`` as persisted (``key=value`` lines, UTF-8; escapes aside)."""
+    return sum(len(k.encode()) + len(v.encode()) + 2 for k, v in props.items())
+
+
+def oversized(props: dict[str, str]) -> str | None:
+    """What is over the bounds in a config loaded at start (an older version wrote it), or
+    None: it is loaded all the same."""
+    long = [k for k, v in props.items() if len(v) > VALUE_MAX_CHARS]
+    size = config_bytes(props)
+    if not long and size <= CONFIG_MAX_BYTES:
+        return None
+    return (f"config of {size} bytes (at most {CONFIG_MAX_BYTES}); values over "
+            f"{VALUE_MAX_CHARS} characters: {', '.join(long[:8]) or 'none'}")
 
 
 def update(t: Txn, props: dict[str, str]) -> Refused | None:

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
 
+from cluster.core.javaorder import concurrent_capacity, concurrent_order, hashmap_order
 from state import live
-from state.javaorder import concurrent_capacity, concurrent_order, hashmap_order
 from state.route import public_broker_data
 from state.store import Txn
 from state.tableorder import java_order

@@ -4,8 +4,9 @@ Several processes open the same environment. Readers take one read
 transaction per request (a consistent multi-table view that never waits for a
 writer); writers are serialized by LMDB's robust process-shared lock, so a
 writer killed at any instruction leaves the last committed state and no held
-lock behind. Route tables are volatile, as in Java, so the environment is
-opened without fsync; the KV file is made durable separately (`state.kvconfig`).
+lock behind. The environment is opened without fsync: it outlives the processes
+of a node (a restart on the same data dir reopens it, `state.restore`) but not
+the machine; the KV file is made durable separately (`state.kvconfig`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ APPLIED_DELTA = "applied_delta"
 APPLIED_STAMP = "applied_stamp"
 APPLIED_TABLES = (APPLIED, APPLIED_QUEUES, APPLIED_DELTA, APPLIED_STAMP)
 MAX_READERS = 256
+# meta["format"]: the layout of the tables; a store of another layout is not reopened
+FORMAT = 1
 DEFAULT_MAP_SIZE = 256 * 1024 * 1024
 _OPTS = orjson.OPT_NON_STR_KEYS
 
@@ -121,6 +124,12 @@ class Txn:
             for k, v in cur.iternext():
                 yield bytes(k).decode(), v
 
+    def clear(self, table: str) -> None:
+        """Empty `table` (a route table's generation bumps)."""
+        self._txn.drop(self._dbs[table], delete=False)
+        if table in ROUTE_TABLES:
+            self.route_changed = True
+
     def keys(self, table: str) -> list[str]:
         with self._txn.cursor(db=self._dbs[table]) as cur:
             return [bytes(k).decode() for k in cur.iternext(keys=True, values=False)]
@@ -143,7 +152,30 @@ class Store:
         """Wipe whatever is at `path` and create an empty store there."""
         shutil.rmtree(path, ignore_errors=True)
         os.makedirs(path, mode=0o700)
-        return cls._open(path, map_size, create=True)
+        store = cls._open(path, map_size, create=True)
+        with store.write() as t:
+            t.put("meta", "format", FORMAT)
+        return store
+
+    @classmethod
+    def reopen(cls, path: str | os.PathLike[str]) -> Store | None:
+        """The store a previous run left at `path`, or None when there is none, it cannot be
+        opened, or its layout is not this version's `FORMAT`."""
+        if not os.path.isfile(os.path.join(path, "data.mdb")):
+            return None
+        try:
+            store = cls._open(path, 0, create=False)
+        except lmdb.Error:
+            return None
+        try:
+            store.reader_check()
+            with store.read() as t:
+                if t.get("meta", "format") == FORMAT:
+                    return store
+        except (lmdb.Error, ValueError):
+            pass
+        store.close()
+        return None
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> Store:
@@ -159,7 +191,11 @@ class Store:
             max_dbs=len(TABLES) + 2, max_readers=MAX_READERS, lock=True,
             sync=False, metasync=False, readahead=False, meminit=False,
         )
-        dbs = {name: env.open_db(name.encode(), create=create) for name in TABLES}
+        try:
+            dbs = {name: env.open_db(name.encode(), create=create) for name in TABLES}
+        except lmdb.Error:
+            env.close()
+            raise
         return cls(path, env, dbs)
 
     @contextmanager

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from cluster.core.javaorder import concurrent_capacity, string_hash
 from state import nsconfig
-from state.javaorder import concurrent_capacity, string_hash
 from state.store import Txn
 
 CAPACITY = {"cluster": 32, "broker": 128}  # as RouteInfoManager creates the maps

@@ -15,12 +15,14 @@ import orjson
 from cluster.core.config import ClusterConfig, load_cluster
 from cluster.core.durations import duration
 from cluster.core.errors import UserError
+from cluster.core.procs import python_module
 from supervisor.child import ChildSpec
 from supervisor.control_client import ControlClient, ControlError, ControlUnavailable
 from supervisor.main import Supervisor, child_env, format_fields
 from supervisor.render import format_table
 
 BROKER_SIM = "broker-sim"
+ADDR_SERVICE = "addr-service"
 REDRAW_S = 0.5
 POLL_S = 0.1
 GONE_POLL_TIMEOUT_S = 0.5  # a supervisor that is still there answers `status` well within this
@@ -60,6 +62,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     kill.add_argument("--signal", "-s", default="KILL", help="signal name or number (KILL)")
     _wait_flags(kill)
     kill.set_defaults(func=cmd_kill)
+    reload = sub.add_parser("reload", help="take the cluster file's node list again: start "
+                                           "added nodes, stop removed ones")
+    _common(reload)
+    reload.set_defaults(func=cmd_reload)
 
 
 def _common(p: argparse.ArgumentParser, json: bool = True) -> None:
@@ -92,6 +98,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     view = LiveView(cfg, sys.stdout.isatty())
     sup = Supervisor(cfg, emit=view.event)
     sup.add_nodes()
+    _add_addr_service(sup)
     sup.start_all()
     sim = BrokerSimHook(cfg, args.brokers)
 
@@ -102,6 +109,22 @@ def cmd_up(args: argparse.Namespace) -> int:
     rc = sup.run(on_tick)
     view.final(sup)
     return rc
+
+
+def _add_addr_service(sup: Supervisor) -> None:
+    """``supervisor.addr_service``: ``pynamesrv addr-service`` as a managed child, following
+    this supervisor's nodes through the control endpoint (README "Address service")."""
+    cfg = sup.cfg
+    if cfg.supervisor.addr_service is None:
+        return
+    if ADDR_SERVICE not in _commands:
+        raise UserError(f"supervisor.addr_service needs the `pynamesrv {ADDR_SERVICE}` command,"
+                        " which this installation does not have")
+    argv = [sys.executable, "-m", "cluster.cli", ADDR_SERVICE, "-c", str(cfg.path),
+            "--listen", cfg.supervisor.addr_service]
+    sup.add_child(ChildSpec(name=ADDR_SERVICE, argv=argv, cwd=cfg.data_dir,
+                            log_path=cfg.data_dir / f"{ADDR_SERVICE}.log", env=child_env(),
+                            kind=ADDR_SERVICE))
 
 
 class BrokerSimHook:
@@ -116,7 +139,7 @@ class BrokerSimHook:
         if self.started or not self.brokers or not sup.ready_announced or sup.shutting_down:
             return
         self.started = True
-        argv = [sys.executable, "-m", "cluster.cli", BROKER_SIM, "-c", str(self.cfg.path),
+        argv = [*python_module("cluster.cli"), BROKER_SIM, "-c", str(self.cfg.path),
                 "--brokers", str(self.brokers)]
         child = sup.add_child(ChildSpec(
             name=BROKER_SIM, argv=argv, cwd=self.cfg.data_dir,
@@ -163,8 +186,8 @@ class LiveView:
             return
         self.next_draw = now + REDRAW_S
         rows = [c.status(sup.now()) for c in sup.children()]
-        lines = [f"pynamesrv cluster {self.cfg.path}",
-                 f"namesrvAddr {self.cfg.namesrv_addr()}   control {self.cfg.control}", "",
+        lines = [f"pynamesrv cluster {sup.cfg.path}",
+                 f"namesrvAddr {sup.cfg.namesrv_addr()}   control {sup.cfg.control}", "",
                  format_table(rows), "", *self.recent, "",
                  "stopping..." if sup.shutting_down else "Ctrl-C stops the cluster"]
         sys.stdout.write("\x1b[H\x1b[2J" + "\n".join(lines) + "\n")
@@ -254,6 +277,15 @@ def cmd_stop(args: argparse.Namespace) -> int:
         if args.wait:
             _wait_gone(client, args.wait_timeout or cfg.supervisor.stop_grace_s + 5)
     _emit(args, reply, "cluster stopping" if not args.wait else "cluster stopped")
+    return 0
+
+
+def cmd_reload(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        reply = client.call("reload")
+    text = "; ".join(f"{k} {', '.join(reply[k]) or '-'}"
+                     for k in ("added", "removed", "changed", "ignored"))
+    _emit(args, reply, f"reloaded: {text}")
     return 0
 
 

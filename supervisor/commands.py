@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from supervisor.child import Child
+from supervisor.reload import ReloadError, Reloads
 
 
 class CommandError(Exception):
@@ -26,6 +27,8 @@ class Host(Protocol):
     def begin_shutdown(self, why: str) -> None: ...
     @property
     def shutting_down(self) -> bool: ...
+    @property
+    def reloads(self) -> Reloads: ...
 
 
 Handler = Callable[[Host, dict[str, Any]], dict[str, Any]]
@@ -122,6 +125,15 @@ def cmd_resume(host: Host, req: dict[str, Any]) -> dict[str, Any]:
     return _result(host, c)
 
 
+def cmd_reload(host: Host, req: dict[str, Any]) -> dict[str, Any]:
+    """Take the cluster file's node list again (supervisor.reload)."""
+    _not_shutting_down(host)
+    try:
+        return {"ok": True, **host.reloads.reload()}
+    except ReloadError as exc:
+        raise CommandError(f"reload: {exc}") from None
+
+
 def cmd_shutdown(host: Host, req: dict[str, Any]) -> dict[str, Any]:
     host.begin_shutdown("shutdown requested by control")
     return {"ok": True, "shutting_down": True}
@@ -130,6 +142,7 @@ def cmd_shutdown(host: Host, req: dict[str, Any]) -> dict[str, Any]:
 HANDLERS: dict[str, Handler] = {
     "status": cmd_status, "stop": cmd_stop, "start": cmd_start, "restart": cmd_restart,
     "kill": cmd_kill, "pause": cmd_pause, "resume": cmd_resume, "shutdown": cmd_shutdown,
+    "reload": cmd_reload,
 }
 
 

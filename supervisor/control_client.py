@@ -15,7 +15,8 @@ import zmq
 from cluster.core.closing import Closing
 from cluster.core.errors import UserError
 
-COMMANDS = ("status", "stop", "start", "restart", "kill", "pause", "resume", "shutdown")
+COMMANDS = ("status", "stop", "start", "restart", "kill", "pause", "resume", "shutdown",
+            "reload")
 
 
 class ControlError(UserError):

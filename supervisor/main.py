@@ -18,10 +18,12 @@ from typing import Any
 import zmq
 
 from cluster.core.config import ClusterConfig, NodeConfig
+from cluster.core.procs import python_module
 from supervisor import commands, procs
 from supervisor.child import Child, ChildSpec, Timing
 from supervisor.nodefiles import write_properties
 from supervisor.policy import RestartPolicy
+from supervisor.reload import Reloads
 from supervisor.server import ControlServer
 from supervisor.status_page import StatusPage
 
@@ -32,7 +34,7 @@ log = logging.getLogger("pynamesrv.supervisor")
 
 
 def node_argv(python: str, node: NodeConfig) -> list[str]:
-    return [python, "-m", "worker.node", "--exit-with-parent", "--port", str(node.port),
+    return [*python_module("worker.node", python), "--exit-with-parent", "--port", str(node.port),
             "--data-dir", str(node.data_dir), "--config", str(node.properties_path),
             "--name", node.name, "--host", node.host]
 
@@ -50,7 +52,7 @@ class Supervisor:
         self.clock = clock
         self.events = emit or _log_event
         self._children: list[Child] = []
-        self._node_count = 0
+        self.reloads = Reloads(self, self.events)
         self._shutdown_deadline: float | None = None
         self._killed_all = False
         self.ready_announced = False
@@ -100,12 +102,20 @@ class Supervisor:
 
     def add_nodes(self) -> None:
         for node in self.cfg.nodes:
-            write_properties(node)
-            self.add_child(ChildSpec(
-                name=node.name, argv=node_argv(sys.executable, node), cwd=node.data_dir,
-                log_path=node.data_dir / "node.log", env=child_env(),
-                host=node.host, port=node.port, ready_marker=READY_MARKER))
-        self._node_count = len(self.cfg.nodes)
+            self.add_node(node)
+
+    def add_node(self, node: NodeConfig) -> Child:
+        """A child for ``node`` (not started); its properties file written from the entry."""
+        write_properties(node)
+        return self.add_child(ChildSpec(
+            name=node.name, argv=node_argv(sys.executable, node), cwd=node.data_dir,
+            log_path=node.data_dir / "node.log", env=child_env(),
+            host=node.host, port=node.port, ready_marker=READY_MARKER))
+
+    def forget(self, child: Child) -> None:
+        """Drop a child that is no longer alive (a node removed by a reload)."""
+        assert not child.alive
+        self._children.remove(child)
 
     def start_all(self) -> None:
         now = self.now()
@@ -148,6 +158,7 @@ class Supervisor:
         now = self.now()
         for c in self._children:
             c.tick(now)
+        self.reloads.tick(now)
         self._check_cluster(now)
         if self.status_page is not None:
             self.status_page.publish(self)

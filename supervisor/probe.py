@@ -3,6 +3,14 @@
 A SIGSTOPped node still completes TCP handshakes (the kernel does that), so
 only an answered request proves the node is alive. Any reply with the
 request's opaque counts; the probe is driven by the supervisor's poll loop.
+
+The request is GET_KV_CONFIG without namespace and key (only pynamesrv's origin field,
+for the metrics): a RocketMQ request every node answers through its business pool,
+with a reply of fixed size whatever clients stored (pynamesrv: QUERY_NOT_FOUND naming
+the null keys; Java: the missing header field; with ``aclReadsToo``: NO_PERMISSION).
+GET_NAMESRV_CONFIG, the probe before, answers what clients wrote with
+UPDATE_NAMESRV_CONFIG, so one oversized value made every probe fail and the node
+restart for good.
 """
 
 from __future__ import annotations
@@ -13,12 +21,12 @@ import socket
 
 import zmq
 
-from cluster.core.protocol.codes import RequestCode
+from cluster.core.protocol.codes import ORIGIN_FIELD, RequestCode
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import FrameError, FrameReader, decode_command, encode_command
 
 _opaques = itertools.count(1)
-MAX_REPLY = 1 << 20
+MAX_REPLY = 1 << 20  # the reply is about 150 bytes; anything this large is not an answer
 
 
 class Probe:
@@ -67,7 +75,8 @@ class Probe:
             self._finish(False, f"connect: {errno.errorcode.get(err, err)}")
             return
         frame = encode_command(RemotingCommand(
-            code=RequestCode.GET_NAMESRV_CONFIG, opaque=self._opaque, language="PYTHON"))
+            code=RequestCode.GET_KV_CONFIG, opaque=self._opaque, language="PYTHON",
+            ext_fields={ORIGIN_FIELD: "probe"}))
         if self.sock.send(frame) != len(frame):
             self._finish(False, "short send")
             return

@@ -11,33 +11,20 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from supervisor.agreement import Agreement
+from cluster.core.agreement_history import History
+from cluster.core.divergence_watch import Round
+from supervisor.broker_rows import BrokerRow
 from supervisor.report_finder import Report
 
 
 @dataclass(frozen=True, slots=True)
-class Reading:
-    """One node's answer to the last snapshot request.
+class Group:
+    """Differences of one table under one group (a topic's broker, a namespace, a key)."""
 
-    ``error`` set: the node did not answer; ``tables`` are then the ones the
-    same process (``pid``) last answered with, taken at ``tables_at``, or None.
-    """
-
-    node: str
-    pid: int
-    asked_at: float
-    took_s: float
-    tables: dict[str, Any] | None = None
-    error: str | None = None
-    tables_at: float | None = None
-
-    @property
-    def answered(self) -> bool:
-        return self.error is None
-
-    @property
-    def stale(self) -> bool:
-        return self.error is not None and self.tables is not None
+    table: str
+    group: str
+    count: int
+    odd: tuple[tuple[str, int], ...]  # (node, entries on which it is odd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +34,11 @@ class BoardState:
     nodes: tuple[dict[str, Any], ...] = ()
     children: tuple[dict[str, Any], ...] = ()
     gathered_at: float | None = None
-    readings: dict[str, Reading] = field(default_factory=dict)
-    agreement: Agreement | None = None
+    round: Round | None = None
+    expected: tuple[str, ...] = ()  # nodes that should answer (running, paused, hung)
+    history: History = field(default_factory=History)
+    groups: tuple[Group, ...] = ()
+    brokers: tuple[BrokerRow, ...] = ()
     reports: tuple[Report, ...] = ()
 
 
@@ -67,11 +57,11 @@ class StatusBoard:
             self._state = replace(self._state, published_at=at, shutting_down=shutting_down,
                                   nodes=tuple(nodes), children=tuple(children))
 
-    def publish_readings(self, at: float, readings: dict[str, Reading],
-                         agreement: Agreement) -> None:
+    def publish_round(self, at: float, rnd: Round, expected: tuple[str, ...], history: History,
+                      groups: tuple[Group, ...], brokers: tuple[BrokerRow, ...]) -> None:
         with self._lock:
-            self._state = replace(self._state, gathered_at=at, readings=dict(readings),
-                                  agreement=agreement)
+            self._state = replace(self._state, gathered_at=at, round=rnd, expected=expected,
+                                  history=history, groups=groups, brokers=brokers)
 
     def publish_reports(self, reports: list[Report]) -> None:
         with self._lock:

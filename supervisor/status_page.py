@@ -4,9 +4,10 @@
 not set); ``start`` starts the server and the gatherer threads; the supervisor
 loop calls ``publish`` each step, which only copies the children's status
 into the board (at most every PUBLISH_EVERY_S). Routes: ``/`` the page,
-``/fragment`` its live part, ``/status.json`` the same as data,
-``/reports/audit`` and ``/reports/chaos`` the latest report files, ``/metrics``
-the cluster's Prometheus metrics (``supervisor.metrics``).
+``/fragment`` its live part, ``/status.json`` the same as data, ``/keys`` the
+disagreeing entries with a filter (``supervisor.status_keys``), ``/reports/audit``
+and ``/reports/chaos`` the latest report files, ``/metrics`` the cluster's
+Prometheus metrics (``supervisor.metrics``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from supervisor.child import Child
 from supervisor.metrics import CONTENT_TYPE, SupervisorMetrics
 from supervisor.status_board import StatusBoard
 from supervisor.status_gather import GATHER_EVERY_S, Gatherer
+from supervisor.status_keys import keys_context, parse_filter
 from supervisor.status_templates import environment
 from supervisor.status_view import Header, context
 
@@ -82,6 +84,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.OK, "text/html; charset=utf-8", app.render("page"))
         elif path == "/fragment":
             self._send(HTTPStatus.OK, "text/html; charset=utf-8", app.render("live"))
+        elif path == "/keys":
+            query = self.path.split("?", 1)[1] if "?" in self.path else ""
+            self._send(HTTPStatus.OK, "text/html; charset=utf-8", app.render_keys(query))
         elif path == "/status.json":
             self._send(HTTPStatus.OK, "application/json", app.as_json())
         elif path == "/metrics":
@@ -131,9 +136,11 @@ class StatusPage:
         host, port = str(self.server.server_address[0]), int(self.server.server_address[1])
         return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
 
-    def start(self) -> None:
+    def start(self, gather: bool = True) -> None:
+        """Serve; ``gather=False`` serves whatever is published on the board by hand."""
         self._thread.start()
-        self.gatherer.start()
+        if gather:
+            self.gatherer.start()
 
     def close(self) -> None:
         self.gatherer.close()
@@ -160,6 +167,10 @@ class StatusPage:
     def render(self, template: str) -> bytes:
         ctx = context(self.board.read(), self.header, int(GATHER_EVERY_S * 1000))
         return self.env.get_template(template).render(ctx).encode()
+
+    def render_keys(self, query: str) -> bytes:
+        ctx = keys_context(self.board.read(), parse_filter(query))
+        return self.env.get_template("keys").render(ctx).encode()
 
     def as_json(self) -> bytes:
         state = self.board.read()

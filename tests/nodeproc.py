@@ -135,11 +135,13 @@ class ShellStartedNode:
     """A node started the way users start one by hand: ``pynamesrv node ... &`` from a shell
     that exits at once. Its output goes to ``DATA/node.log``; ``stop()`` always reaps it."""
 
-    def __init__(self, data_dir: Path, port: int | None = None, *extra: str) -> None:
+    def __init__(self, data_dir: Path, port: int | None = None, *extra: str,
+                 cwd: Path | None = None) -> None:
         self.port = port or free_port()
         self.data_dir = data_dir
         self.log = data_dir / "node.log"
         self.extra = extra
+        self.cwd = cwd  # where the shell runs the command (default: this process's)
         self.pid = 0
         self.pgid = 0
 
@@ -154,7 +156,7 @@ class ShellStartedNode:
         command = " ".join(shlex.quote(w) for w in words)
         script = f"{command} > {shlex.quote(str(self.log))} 2>&1 & echo $!"
         shell = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
-                               timeout=30, start_new_session=True, check=True)
+                               timeout=30, start_new_session=True, check=True, cwd=self.cwd)
         self.pid = int(shell.stdout.strip())  # the shell has exited; the node is an orphan now
         self.pgid = os.getpgid(self.pid)
         poll_until(self._booted, timeout=timeout, what=f"boot line in {self.log}")

@@ -11,14 +11,18 @@ other request must be signed too. The checks follow RocketMQ 4.9's
 3. a remote address in that account's ``whiteRemoteAddress`` passes (as in RocketMQ,
    also for admin operations);
 4. the ``Signature`` must be the one the account's secret key gives
-   (``cluster.core.protocol.acl``);
+   (``cluster.core.protocol.acl``), and with ``aclStrictSignature`` the
+   ``StrictSignature`` too;
 5. an admin operation needs an admin account.
 
 Anything else is refused with NO_PERMISSION and a remark saying what was missing
 or wrong (never a secret). The file is re-read when its modification time, size
-or inode changed, looked at no more than once a second; a file that cannot be
+or inode changed, looked at no more than once a second (at every check, and at every
+heartbeat of the business worker, whatever the traffic); a file that cannot be
 read or parsed leaves the accounts in force and logs one error per version of
-the file.
+the file. A change takes effect within ``TAKES_EFFECT_S``, for route replies the I/O
+workers keep too: with ``aclReadsToo`` a reload moves the store generation, which
+empties their caches.
 """
 
 from __future__ import annotations
@@ -37,11 +41,14 @@ from state import nsconfig
 from state.store import Store
 from worker.acl_accounts import Accounts, AclFileError, parse_accounts
 from worker.acl_addresses import remote_host
+from worker.limits import PeerEvents
 
 log = logging.getLogger("pynamesrv.acl")
 RQ = RequestCode
 RECHECK_S = 1.0  # the file's stamp is looked at no more often than this
-REFUSAL_LOG_S = 1.0  # at most one refusal line per this interval (the rest are counted)
+# ... so a change is in force everywhere within this: a look at most RECHECK_S after it, on
+# the next business worker heartbeat (wire.HEARTBEAT_S), then the caches emptied.
+TAKES_EFFECT_S = 2.0
 
 
 class Need(Enum):
@@ -76,18 +83,18 @@ class AclGuard:
 
     def __init__(self, path: Path, reads_too: bool = False,
                  clock: Callable[[], float] = time.monotonic,
-                 on_reload: Callable[[], None] | None = None) -> None:
+                 on_reload: Callable[[], None] | None = None, strict: bool = False) -> None:
         self.path = path
         self.reads_too = reads_too
+        self.strict = strict
         self.clock = clock
         self.on_reload = on_reload
         self.accounts = Accounts()
         self.refused = 0
+        self.refusals = PeerEvents("acl_refused", "code", log)
         self._stamp: Stamp | None = None
         self._failed: Stamp | None = None
         self._next_check = 0.0
-        self._next_log = 0.0
-        self._unlogged = 0
         self.refresh()
 
     # ------------------------------------------------------------- reload
@@ -98,6 +105,7 @@ class AclGuard:
         if now < self._next_check:
             return
         self._next_check = now + RECHECK_S
+        self.refusals.summarize(now)
         try:
             st = os.stat(self.path)
         except OSError as exc:
@@ -141,6 +149,13 @@ class AclGuard:
             self._refusal(cmd.code, peer, problem)
         return problem
 
+    def unsigned_may_register(self, peer: str) -> bool:
+        """Whether a registration from ``peer`` (``host:port``) passes without an AccessKey:
+        its address is in ``globalWhiteRemoteAddresses``."""
+        self.refresh()
+        host = remote_host(peer)
+        return bool(host) and self.accounts.whitelisted(host)
+
     def _problem(self, cmd: RemotingCommand, host: str, required: Need) -> str | None:
         if host and self.accounts.whitelisted(host):
             return None
@@ -157,20 +172,18 @@ class AclGuard:
             return f"ACL: request code {cmd.code} has no Signature extField"
         if not acl.signature_valid(cmd, account.secret_key):
             return f"ACL: check signature failed for AccessKey {access_key}"
+        if self.strict and not acl.strict_signature_valid(cmd, account.secret_key):
+            return (f"ACL: check StrictSignature failed for AccessKey {access_key} "
+                    "(aclStrictSignature: sign with --strict-signature)")
         if required is Need.ADMIN and not account.admin:
             return (f"ACL: request code {cmd.code} needs an admin account; AccessKey "
                     f"{access_key} is not one")
         return None
 
     def _refusal(self, code: int, peer: str, problem: str) -> None:
+        """Counted; logged once per request code and peer address, then summarised."""
         self.refused += 1
-        now = self.clock()
-        if now < self._next_log:
-            self._unlogged += 1
-            return
-        log.warning("event=acl_refused code=%d peer=%s reason=%r more_refused=%d", code,
-                    peer or "-", problem, self._unlogged)
-        self._next_log, self._unlogged = now + REFUSAL_LOG_S, 0
+        self.refusals.hit(str(code), remote_host(peer) or "-", problem)
 
 
 def guard_of(store: Store) -> AclGuard | None:
@@ -185,8 +198,9 @@ def guard_of(store: Store) -> AclGuard | None:
             return None
         path = Path(nsconfig.get(t, "aclFile") or "plain_acl.yml")
         reads_too = nsconfig.get_bool(t, "aclReadsToo")
+        strict = nsconfig.get_bool(t, "aclStrictSignature")
     return AclGuard(path, reads_too, on_reload=(lambda: _new_generation(store)) if reads_too
-                    else None)
+                    else None, strict=strict)
 
 
 def _new_generation(store: Store) -> None:

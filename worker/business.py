@@ -2,8 +2,12 @@
 
 One DEALER socket per I/O worker (replies must return to the I/O worker that
 owns the connection). Each batch of requests is processed in order and
-answered with one message; channel-destroyed events run the route cleanup.
-The loop is a plain blocking poller: no event loop is needed here.
+answered with one message, which carries the time each request took (the I/O
+worker prices requests by it: ``worker.pricing``); channel-destroyed events run the
+route cleanup. The loop is a plain blocking poller: no event loop is needed here.
+With ACL on, the accounts file is looked at with every heartbeat (at most once a
+second), whatever the traffic, so a withdrawn account is dropped even when every
+request it sends is answered by an I/O worker's route reply cache.
 """
 
 from __future__ import annotations
@@ -19,19 +23,20 @@ from pathlib import Path
 
 import zmq
 
-from cluster.core.protocol.codes import ResponseCode, SerializeType
-from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import FrameError, decode_command, encode_command
 from state.store import Store
-from worker import wire
+from worker import limits, wire
+from worker.acl_addresses import remote_host
 from worker.context import NodeContext
+from worker.failures import WRITE_FAILURES, system_error
 from worker.frame_arena import ArenaReader
-from worker.metrics import NO_REPLY, Pusher, WorkerMetrics
+from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, origin_of
 from worker.processors import BODY_IN_PLACE, handle, on_channel_destroy
-from worker.procs import announce_ready, io_endpoint, start_worker_process
+from worker.procs import announce_ready, give_back_memory, io_endpoint, start_worker_process
 
 log = logging.getLogger("pynamesrv.business")
 DRAIN_MESSAGES = 16  # messages taken from one socket before looking at the others
+TRIM_EVERY_S = 1.0  # after a large frame, free heap pages go back at most this often
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,9 @@ class BusinessWorker:
         self.lane = wire.LANE_READ if cfg.read_only else wire.LANE_ALL
         self.hello_message = wire.hello(self.lane, os.getpid())
         self.next_hello = 0.0
+        self.next_trim = 0.0
         self.m = WorkerMetrics("business", cfg.index)
+        self.bad = limits.bad_requests(log)
         self.pusher = Pusher(zctx, Path(cfg.run))
 
     def _dealer(self, zctx: zmq.Context, index: int) -> zmq.Socket:
@@ -77,7 +84,12 @@ class BusinessWorker:
     def hello(self) -> None:
         for sock in self.sockets:
             self._send(sock, self.hello_message)
-        self.next_hello = time.monotonic() + wire.HEARTBEAT_S
+        now = time.monotonic()
+        self.next_hello = now + wire.HEARTBEAT_S
+        self.bad.summarize(now)
+        WRITE_FAILURES.summarize(now)
+        if self.ctx.acl is not None:
+            self.ctx.acl.refresh()
 
     def _hello_if_due(self) -> None:
         """Long batches (big registrations) must not look like a dead worker."""
@@ -116,27 +128,37 @@ class BusinessWorker:
                                       for conn, peer in wire.unpack_pairs(payload)])
 
     def _process_batch(self, payload: memoryview) -> bytes:
-        replies = []
+        replies, micros = [], []
+        clock = time.perf_counter
+        start = clock()
         for conn, frame in wire.unpack_pairs(payload):
             replies.append((conn, self.process(bytes(conn).decode(), frame)))
+            end = clock()
+            micros.append(int((end - start) * 1e6))
             self._hello_if_due()
-        return wire.pack_pairs(replies, wire.REPLIES)
+            start = clock()
+        return wire.pack_replies(replies, micros)
 
     def _process_shared(self, io_index: int, payload: memoryview) -> bytes:
         """A large frame in the I/O worker's shared memory, answered as a batch of one."""
+        start = time.perf_counter()
         try:
             pid, offset, length, conn = wire.parse_shared(payload)
         except ValueError as exc:
             log.error("event=bad_internal_message error=%r", str(exc))
-            return wire.pack_pairs([], wire.REPLIES)
+            return wire.pack_replies([], [])
         try:
             frame = self.arenas.frame(io_index, pid, offset, length)
         except OSError as exc:  # its I/O worker is gone, and the connection with it
             log.warning("event=shared_frame_unreadable channel=%s error=%r", conn.decode(),
                         str(exc))
-            return wire.pack_pairs([(conn, wire.CLOSE)], wire.REPLIES)
-        return wire.pack_pairs([(conn, self.process(conn.decode(), frame, shared=True))],
-                               wire.REPLIES)
+            return wire.pack_replies([(conn, wire.CLOSE)], [0])
+        reply = self.process(conn.decode(), frame, shared=True)
+        end = time.perf_counter()
+        if end >= self.next_trim:  # a large frame was decoded: its garbage is freed now
+            give_back_memory()
+            self.next_trim = end + TRIM_EVERY_S
+        return wire.pack_replies([(conn, reply)], [int((end - start) * 1e6)])
 
     def process(self, channel: str, frame: bytes | memoryview, shared: bool = False) -> bytes:
         """The encoded reply to one frame, or b"" when nothing must be sent. A ``shared``
@@ -147,7 +169,7 @@ class BusinessWorker:
             if shared and cmd.body is not None and cmd.code not in BODY_IN_PLACE:
                 cmd.body = bytes(cmd.body)
         except FrameError as exc:
-            log.warning("event=bad_header channel=%s error=%r", channel, str(exc))
+            self.bad.hit(limits.BAD_HEADER, remote_host(channel.partition("@")[2]), str(exc))
             return wire.CLOSE
         except Exception:  # a codec defect: close this connection, keep serving the others
             log.exception("event=decode_crash channel=%s", channel)
@@ -158,11 +180,12 @@ class BusinessWorker:
             reply = handle(self.ctx, cmd, channel, channel.partition("@")[2])
         except Exception as exc:  # handle() answers errors itself; this is the last guard
             log.exception("event=handler_crash code=%d", cmd.code)
-            reply = self.ctx.dialect.stamp(_system_error(cmd, exc))
+            reply = self.ctx.dialect.stamp(system_error(cmd, exc))
+        origin = origin_of(cmd)
         if reply is None or cmd.is_oneway:
-            self.m.request(cmd.code, NO_REPLY)
+            self.m.request(cmd.code, NO_REPLY, origin=origin)
             return b""
-        self.m.request(cmd.code, reply.code)
+        self.m.request(cmd.code, reply.code, origin=origin)
         return encode_command(reply)
 
     def _channels_destroyed(self, closed: list[tuple[str, str]]) -> None:
@@ -176,13 +199,6 @@ class BusinessWorker:
             sock.close(0)
         self.pusher.close()
         self.store.close()
-
-
-def _system_error(cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
-    """As in 4.9, a failure reply comes from the remoting layer: JSON whatever the request."""
-    reply = response_to(cmd, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-    reply.serialize_type = SerializeType.JSON
-    return reply
 
 
 def run(cfg: BusinessConfig) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 from cluster.core.clock import wall_ms
 from cluster.core.protocol.dialect import DEFAULT, Dialect
 from state import nsconfig
+from state.digest import DigestCache
 from state.store import Store
 from worker.acl import AclGuard, guard_of
 
@@ -39,6 +40,19 @@ class RouteCache:
             return None
         return self.bodies.get(key)
 
+    def keep(self, generation: int, key: tuple[Any, ...], build: Callable[[], bytes | None]
+             ) -> bytes | None:
+        """The body under ``key``, built (unless None) and kept when missing. Whole-table
+        replies are kept with the route bodies until the generation moves (any change of
+        the tables they show): a client asking again and again for the topic list, a
+        namespace or the cluster costs one encoding per change."""
+        body = self.get(generation, key)
+        if body is None:
+            body = build()
+            if body is not None:
+                self.put(key, body)
+        return body
+
     def put(self, key: tuple[Any, ...], body: bytes) -> None:
         if self.size + len(body) > self.max_bytes:
             self._evict()
@@ -60,6 +74,7 @@ class NodeContext:
     acl: AclGuard | None = None  # None: ACL off (aclEnable=false)
     dialect: Dialect = DEFAULT  # the release the node follows (rocketmqVersion)
     started_at: int = 0  # ms: when the node started (5.x needWaitForService)
+    digest_cache: DigestCache = field(default_factory=DigestCache)
 
     @classmethod
     def build(cls, store: Store, cfg: Any, clock: Callable[[], int] = wall_ms) -> NodeContext:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cluster.core.protocol import admin_bodies, body_common, register_body, register_scan
+from cluster.core.protocol.admin_bodies import ORDER_TOPIC_CONFIG
 from cluster.core.protocol.codes import ResponseCode
 from cluster.core.protocol.command import RemotingCommand, java_int, response_to
 from cluster.core.protocol.mapping_body import plain_mappings
@@ -70,7 +71,7 @@ def crc_ok(cmd: RemotingCommand) -> bool:
 def order_kv_body(t: Any, five: bool = False) -> bytes | None:
     if not nsconfig.get_bool(t, "returnOrderTopicConfigToBroker"):
         return None
-    table = kvconfig.get_namespace(t, kvconfig.ORDER_TOPIC_CONFIG)
+    table = kvconfig.get_namespace(t, ORDER_TOPIC_CONFIG)
     return None if table is None else admin_bodies.encode_kv_table(table, five)
 
 

@@ -40,6 +40,7 @@ class IoConfig:
     max_connections: int  # this worker's share of the node's
     max_connections_per_address: int
     pending_max: int
+    requests_max: int  # requests of one connection in the node's hands before reading stops
     frame_timeout_s: float
     write_timeout_s: float
     tls_mode: str
@@ -65,9 +66,10 @@ class Connection(asyncio.BufferedProtocol):
     the ZeroMQ message that will carry it, laid out by ``wire.pair_buffer``; the frame is a
     memoryview of either.
 
-    ``pending`` counts the bytes of requests read and not answered yet; with the
-    unsent reply bytes it bounds what one peer can make the worker hold: above
-    ``pending_max`` reading stops until half has drained.
+    ``pending`` counts the bytes of requests read and not answered yet (``outstanding``
+    the requests); with the unsent reply bytes it bounds what one peer can make the worker
+    hold: above ``pending_max`` bytes or ``requests_max`` requests reading stops until half
+    has drained. While its replies cannot be written, its queued requests wait unrun.
     """
 
     def __init__(self, hub: Hub, initial: bytes = b"") -> None:
@@ -82,6 +84,7 @@ class Connection(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.last_active = 0.0
         self.pending = 0
+        self.outstanding = 0
         self.write_blocked_since: float | None = None  # replies cannot be written since then
         self.partial_since: float | None = None  # an incomplete frame started then
         self._reading = True
@@ -137,8 +140,7 @@ class Connection(asyncio.BufferedProtocol):
             self.close(abort=True)
             return
         except FrameError as exc:
-            log.warning("event=bad_frame peer=%s conn=%s error=%r", self.peer,
-                        self.conn_id.decode(), str(exc))
+            self.hub.bad.hit(limits.BAD_FRAME, self.address, str(exc))
             self.close(abort=True)
             return
         if not frames and self.hub.handoff is not None and self._hand_off():
@@ -223,16 +225,23 @@ class Connection(asyncio.BufferedProtocol):
 
     def pause_writing(self) -> None:
         self.write_blocked_since = self.hub.now()
+        self.hub.writable(self, False)
         self.update_reading()
 
     def resume_writing(self) -> None:
         self.write_blocked_since = None
+        self.hub.writable(self, True)
         self.update_reading()
 
-    def add_pending(self, size: int) -> None:
+    def add_pending(self, size: int, count: int) -> None:
         self.pending += size
-        if size > 0 and self.pending > self.hub.cfg.pending_max and self._reading:
-            self.hub.hits.hit(limits.PENDING_BYTES, self.address)
+        self.outstanding += count
+        cfg = self.hub.cfg
+        if size > 0 and self._reading:
+            if self.pending > cfg.pending_max:
+                self.hub.hits.hit(limits.PENDING_BYTES, self.address)
+            elif self.outstanding > cfg.requests_max:
+                self.hub.hits.hit(limits.PENDING_REQUESTS, self.address)
         self.update_reading()
 
     def update_reading(self) -> None:
@@ -240,9 +249,10 @@ class Connection(asyncio.BufferedProtocol):
         if self.transport is None or self.transport.is_closing():
             return
         held = self.pending + self.transport.get_write_buffer_size()
-        limit = self.hub.cfg.pending_max
+        limit, count, most = self.hub.cfg.pending_max, self.outstanding, self.hub.cfg.requests_max
         want = self.write_blocked_since is None and (
-            held <= limit // 2 or (self._reading and held <= limit))
+            (held <= limit // 2 and count <= most // 2)
+            or (self._reading and held <= limit and count <= most))
         if want != self._reading:
             self._reading = want
             if want:

@@ -42,7 +42,7 @@ from worker.frame_arena import FrameArena
 from worker.go_away import go_away_reply
 from worker.handoff import HandoffSender
 from worker.io_connection import READ_SIZE, Connection, IoConfig
-from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code
+from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code, origin_of
 from worker.route_replies import RouteReplies, header_key, learnable
 
 log = logging.getLogger("pynamesrv.io")
@@ -70,6 +70,7 @@ class Hub:
         self.conns: dict[bytes, Connection] = {}
         self.per_address: Counter[str] = Counter()
         self.hits = limits.LimitHits()
+        self.bad = limits.bad_requests()
         self.events: deque[tuple[bytes, bytes]] = deque()
         self.arena = arena  # where large frames are read (None: they go through ZeroMQ)
         self.lanes = Dispatcher(cfg.window, cfg.max_pending, wire.PEER_STOPPED_S,
@@ -118,14 +119,13 @@ class Hub:
         self.per_address[conn.address] -= 1
         if self.per_address[conn.address] <= 0:
             del self.per_address[conn.address]
+        self.lanes.discard(conn.conn_id)  # its queued work: nobody is left to answer
         if conn.handed_off:  # it goes on in the large-frame worker: no channel closed
             self.m.add("connections_handed_off")
             return
         self.m.add("connections_closed")
         if self.closing:
             return
-        if conn.pending:
-            self.lanes.discard(conn.conn_id)  # nobody is left to answer
         if len(self.events) >= MAX_EVENTS:
             log.error("event=events_overflow dropped_conn=%s", conn.conn_id.decode())
             return
@@ -199,8 +199,7 @@ class Hub:
             self.lanes.release(frame)
             return
         code = frame_code(without_body(frame))
-        self.submit(conn.conn_id, frame, (None, None, time.perf_counter(), code),
-                    code == ROUTE)
+        self.submit(conn.conn_id, frame, (None, None, time.perf_counter(), code))
 
     def _count_hits(self, n: int, unusual: list[int], took: float) -> None:
         """``n`` route lookups answered from templates (those in ``unusual`` not with SUCCESS):
@@ -213,17 +212,23 @@ class Hub:
         for code in unusual:
             m.request(ROUTE, code)
 
-    def submit(self, conn_id: bytes, frame: bytes | memoryview, tag: Tag,
-               is_read: bool | None = None) -> None:
-        if not self.lanes.submit(conn_id, frame, tag, is_read):
-            self.m.add("system_busy")
-            self.answer_error(conn_id, frame, ResponseCode.SYSTEM_BUSY, BUSY_REMARK, tag[2])
-            self.lanes.release(frame)
-            return
+    def submit(self, conn_id: bytes, frame: bytes | memoryview, tag: Tag) -> None:
+        """Queue a request for the pool; when the queues are full, the request they give
+        back (this one, or the newest of the busiest connection) is answered SYSTEM_BUSY."""
         conn = self.conns.get(conn_id)
-        if conn is not None:
-            conn.add_pending(len(frame))
-        self._schedule_flush()
+        refused = self.lanes.submit(conn_id, frame, tag, tag[3],
+                                    conn.address if conn is not None else "")
+        if refused is None or refused[1] is not frame:
+            if conn is not None:
+                conn.add_pending(len(frame), 1)
+            self._schedule_flush()
+        if refused is not None:
+            r_conn, r_frame, r_tag, _ = refused
+            if r_frame is not frame:  # it was counted as its connection's work
+                self._settled(r_conn, len(r_frame))
+            self.m.add("system_busy")
+            self.answer_error(r_conn, r_frame, ResponseCode.SYSTEM_BUSY, BUSY_REMARK, r_tag[2])
+            self.lanes.release(r_frame)
 
     def answer_error(self, conn_id: bytes, frame: bytes | memoryview, code: int, remark: str,
                      t0: float | None) -> None:
@@ -234,7 +239,7 @@ class Hub:
         try:
             cmd = decode_command(frame, fastjson2=self.dialect.five)
         except FrameError as exc:
-            log.warning("event=bad_header conn=%s error=%r", conn_id.decode(), str(exc))
+            self.bad.hit(limits.BAD_HEADER, conn.address, str(exc))
             conn.close(abort=True)
             return
         except Exception:  # a codec defect: close this connection, answer the others
@@ -244,10 +249,10 @@ class Hub:
         if cmd.is_response:
             return
         if cmd.is_oneway:
-            self.m.request(cmd.code, NO_REPLY)
+            self.m.request(cmd.code, NO_REPLY, origin=origin_of(cmd))
             return
         conn.write(encode_command(self.dialect.stamp(response_to(cmd, code, remark))))
-        self.m.request(cmd.code, code)
+        self.m.request(cmd.code, code, origin=origin_of(cmd))
         if t0 is not None:
             self.m.observe(cmd.code, time.perf_counter() - t0)
 
@@ -331,7 +336,16 @@ class Hub:
         """A request of ``size`` bytes from ``conn_id`` is answered (or will never be)."""
         conn = self.conns.get(conn_id)
         if conn is not None:
-            conn.add_pending(-size)
+            conn.add_pending(-size, -1)
+
+    def writable(self, conn: Connection, ok: bool) -> None:
+        """``conn``'s replies can (again) or cannot be written: its queued work runs, or
+        waits without being run for replies that would only pile up."""
+        if ok:
+            self.lanes.unpark(conn.conn_id)
+            self._schedule_flush()
+        else:
+            self.lanes.park(conn.conn_id, conn.address)
 
     # -- business worker processes -------------------------------------------
 
@@ -396,14 +410,16 @@ class Hub:
         if peer.pid and peer.ident not in self.pidfds and not self.closing:
             self._watch(peer)
         if kind == wire.REPLIES:
-            self._on_replies(peer, wire.unpack_pairs(payload))
+            self._on_replies(peer, *wire.unpack_replies(payload))
 
-    def _on_replies(self, peer: Peer, replies: list[tuple[bytes, bytes]]) -> None:
-        """Write replies, one write per connection per batch."""
+    def _on_replies(self, peer: Peer, replies: list[tuple[bytes, bytes]],
+                    micros: list[int]) -> None:
+        """Write replies, one write per connection per batch; the time each took prices
+        its code."""
         out: dict[bytes, list[bytes]] = {}
         timed: list[tuple[float, int]] = []  # (frame in, request code) of the replies written
-        for conn_id, reply in replies:
-            answered, tag, size = self.lanes.finish(peer)
+        for (conn_id, reply), took in zip(replies, micros, strict=False):
+            answered, tag, size = self.lanes.finish(peer, took, len(reply))
             if answered:
                 self._settled(conn_id, size)
             if answered and reply:
@@ -430,7 +446,10 @@ class Hub:
 
     def tick(self) -> None:
         self.on_router_readable()  # judge silence on what the workers sent, not on what was read
-        silent, alive = self.lanes.expire(self.now(), stopped_or_gone)
+        now = self.now()
+        self.hits.summarize(now)
+        self.bad.summarize(now)
+        silent, alive = self.lanes.expire(now, stopped_or_gone)
         for peer in silent:
             self.fail_peer(peer)
         for peer in alive:
@@ -442,8 +461,10 @@ class Hub:
     def metrics(self) -> WorkerMetrics:
         """This worker's totals, with the gauges and limit counts of now."""
         m = self.m
-        m.gauges = {"connections": len(self.conns), "queue_reads": len(self.lanes.reads),
-                    "queue_others": len(self.lanes.others)}
+        lanes = self.lanes
+        m.gauges = {"connections": len(self.conns),
+                    "queue_reads": len(lanes.routes) + len(lanes.reads),
+                    "queue_others": len(lanes.brokers) + len(lanes.writes)}
         m.limits = {}
         for (limit, _), n in self.hits.counts.items():
             m.limits[limit] = m.limits.get(limit, 0) + n

@@ -19,6 +19,8 @@ from typing import Any
 import orjson
 import zmq
 
+from cluster.core.protocol.codes import CLIENT_ORIGIN, ORIGIN_FIELD, ORIGINS
+from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.peek import peek_code
 from worker import wire
 from worker.procs import control_endpoint
@@ -38,6 +40,14 @@ def frame_code(frame: bytes) -> int:
     """The request code of a frame (header word, header, body) from its header; OTHER if none."""
     code = peek_code(frame)
     return OTHER if code is None else code
+
+
+def origin_of(cmd: RemotingCommand) -> str:
+    """Who sent a request, for ``pynamesrv_requests_total{origin}``: a monitoring tool that
+    names itself (``ORIGINS``), else ``client``."""
+    ext = cmd.ext_fields
+    origin = ext.get(ORIGIN_FIELD) if ext else None
+    return origin if origin in ORIGINS else CLIENT_ORIGIN
 
 
 def reply_code(reply: bytes) -> int:
@@ -64,7 +74,8 @@ class WorkerMetrics:
     kind: str
     index: int
     pid: int = field(default_factory=os.getpid)
-    requests: dict[tuple[int, int | str], int] = field(default_factory=dict)  # (code, result)
+    # (code, result, origin) -> n
+    requests: dict[tuple[int, int | str, str], int] = field(default_factory=dict)
     latency: dict[int, Histogram] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)  # name → n
     limits: dict[str, int] = field(default_factory=dict)  # limit → refused/closed connections
@@ -73,15 +84,16 @@ class WorkerMetrics:
     def code_key(self, code: int) -> int:
         return code if code in self.latency or len(self.latency) < MAX_CODES else OTHER
 
-    def request(self, code: int, result: int | str, n: int = 1) -> None:
-        key = (code, result)
+    def request(self, code: int, result: int | str, n: int = 1,
+                origin: str = CLIENT_ORIGIN) -> None:
+        key = (code, result, origin)
         requests = self.requests
         if key in requests:
             requests[key] += n
         elif len(requests) < MAX_CODES:
             requests[key] = n
         else:
-            other = (OTHER, result)
+            other = (OTHER, result, origin)
             requests[other] = requests.get(other, 0) + n
 
     def observe(self, code: int, seconds: float, n: int = 1) -> None:
@@ -97,7 +109,7 @@ class WorkerMetrics:
     def snapshot(self) -> bytes:
         """This worker's totals as one ``wire.METRICS`` message."""
         doc = {"kind": self.kind, "index": self.index, "pid": self.pid,
-               "requests": [[c, str(r), n] for (c, r), n in self.requests.items()],
+               "requests": [[c, str(r), o, n] for (c, r, o), n in self.requests.items()],
                "latency": [[c, h.counts, h.total] for c, h in self.latency.items()],
                "counters": self.counters, "limits": self.limits, "gauges": self.gauges}
         return wire.METRICS + orjson.dumps(doc)

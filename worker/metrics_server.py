@@ -26,6 +26,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from cluster.core.build import BUILD_INFO_HELP, BUILD_INFO_NAME, build_labels
 from worker.metrics import LATENCY_BOUNDS, OTHER
 
 Slot = tuple[str, int]  # (worker kind, index)
@@ -46,14 +47,14 @@ COUNTERS: dict[str, str] = {
 class Totals:
     """Counters summed over snapshots: requests, latency buckets, named counters, limits."""
 
-    requests: dict[tuple[int, str], int] = field(default_factory=dict)
+    requests: dict[tuple[int, str, str], int] = field(default_factory=dict)
     latency: dict[int, tuple[list[int], float]] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
     limits: dict[str, int] = field(default_factory=dict)
 
     def add(self, doc: dict[str, Any]) -> None:
-        for code, result, n in doc.get("requests", ()):
-            key = (int(code), str(result))
+        for code, result, origin, n in doc.get("requests", ()):
+            key = (int(code), str(result), str(origin))
             self.requests[key] = self.requests.get(key, 0) + int(n)
         for code, counts, total in doc.get("latency", ()):
             have, have_sum = self.latency.get(int(code), ([0] * len(counts), 0.0))
@@ -106,10 +107,12 @@ def _code(code: int) -> str:
 
 
 def counter_families(totals: Totals) -> Iterator[Metric]:
-    requests = CounterMetricFamily("pynamesrv_requests", "requests answered, by request code "
-                                   "and response code (none: oneway)", labels=["code", "result"])
-    for (code, result), n in sorted(totals.requests.items()):
-        requests.add_metric([_code(code), result], n)
+    requests = CounterMetricFamily("pynamesrv_requests", "requests answered, by request code, "
+                                   "response code (none: oneway) and origin (client, or the "
+                                   "monitoring tool that sent it: probe, status, audit)",
+                                   labels=["code", "result", "origin"])
+    for (code, result, origin), n in sorted(totals.requests.items()):
+        requests.add_metric([_code(code), result, origin], n)
     yield requests
     latency = HistogramMetricFamily("pynamesrv_request_latency_seconds", "time from a request's "
                                     "frame in to its reply out, in the I/O worker",
@@ -200,6 +203,10 @@ class NodeCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         totals, live = self.book.read()
+        labels = build_labels()
+        build = GaugeMetricFamily(BUILD_INFO_NAME, BUILD_INFO_HELP, labels=list(labels))
+        build.add_metric(list(labels.values()), 1.0)
+        yield build
         yield from counter_families(totals)
         yield from worker_gauges(live)
         restarts = CounterMetricFamily("pynamesrv_worker_restarts", "worker processes that "

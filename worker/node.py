@@ -25,8 +25,9 @@ import zmq
 from cluster.core.clock import wall_ms
 from cluster.core.errors import UserError
 from state import nsconfig, route, route5
-from worker import tls, wire
-from worker.bootstrap import create_state
+from state.store import Store
+from worker import store_home, tls, wire
+from worker.bootstrap import open_state
 from worker.business import BusinessConfig
 from worker.business import run as run_business
 from worker.children import Child
@@ -40,6 +41,7 @@ from worker.procs import (
     exit_with_parent,
     run_dir,
     set_process_name,
+    store_base,
     store_dir,
     sweep_stale,
 )
@@ -56,13 +58,15 @@ class Controller:
         self.guard = guard
         self.clock = clock
         self.run_path = run_dir(settings.name, os.getpid())
-        self.store_path = store_dir(settings.name, settings.port, os.getpid())
+        self.store_home = store_dir(settings.data_dir)
+        self.store_path = store_home.lmdb_dir(self.store_home)
+        self.store_lock: int | None = None
         self.children: list[Child] = []
         self.stopping = False
         self.zctx = zmq.Context()
         self.pull = self.zctx.socket(zmq.PULL)
         self.poller = zmq.Poller()
-        self.store = None  # type: ignore[var-annotated]
+        self.store: Store | None = None
         self.last_scan = 0.0
         self.metrics = MetricsBook()
         self.metrics_http: MetricsServer | None = None
@@ -93,11 +97,10 @@ class Controller:
     # -- start-up ----------------------------------------------------------
 
     def start(self) -> None:
-        for path in (self.run_path, self.store_path):
-            sweep_stale(path.parent)
+        sweep_stale(self.run_path.parent)
         shutil.rmtree(self.run_path, ignore_errors=True)
         self.run_path.mkdir(parents=True)
-        self.store = create_state(self.store_path, self.s, self.clock())
+        self._open_store()
         self.pull.setsockopt(zmq.LINGER, 0)
         self.pull.bind(control_endpoint(self.run_path))
         self.poller.register(self.pull, zmq.POLLIN)
@@ -106,6 +109,15 @@ class Controller:
         for child in self.children:
             child.start(now)
             self.poller.register(child.pidfd, zmq.POLLIN)
+
+    def _open_store(self) -> None:
+        """Claim the data dir's store (kept across runs: worker.store_home) and open it."""
+        s = self.s
+        self.store_lock = store_home.claim(self.store_home)
+        store_home.sweep(store_base(), keep=self.store_home)
+        expiry = int(s.config.get("brokerChannelExpiredTime") or 0)
+        store_home.write_owner(self.store_home, s.data_dir, s.name, s.port, expiry)
+        self.store = open_state(self.store_path, s, self.clock())
 
     def _business_children(self) -> list[Child]:
         s = self.s
@@ -137,7 +149,8 @@ class Controller:
             frame_max=s.frame_max, header_max=s.header_max,
             max_connections=-(-s.max_connections // s.io_workers),
             max_connections_per_address=s.max_connections_per_address,
-            pending_max=s.pending_max, frame_timeout_s=float(s.frame_timeout_s),
+            pending_max=s.pending_max, requests_max=s.requests_max,
+            frame_timeout_s=float(s.frame_timeout_s),
             write_timeout_s=float(s.write_timeout_s),
             tls_mode=s.tls_mode, tls_cert=_tls_files(s)[0], tls_key=_tls_files(s)[1],
             tls_client_auth=s.tls_client_auth, tls_trust=_tls_files(s)[3],
@@ -264,8 +277,9 @@ class Controller:
         self._stop_group(io, going_away + self.s.shutdown_drain_ms / 1000 + 2.0)
         self._stop_group([c for c in self.children if c.kind != "io"], 3.0)
         if self.store is not None:
-            self.store.close()
-            self.store.destroy()
+            self.store.close()  # kept: a restart on this data dir reopens it
+        if self.store_lock is not None:
+            os.close(self.store_lock)
         self.pull.close(0)
         self.zctx.term()
         shutil.rmtree(self.run_path, ignore_errors=True)
@@ -359,6 +373,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _prepare_data_dir(settings.data_dir)
         if settings.tls_mode != tls.DISABLED:  # a bad certificate stops the node here, in one line
             tls.server_context(*_tls_files(settings))
+            for problem in tls.certificate_warnings(_tls_files(settings)[0], time.time()):
+                log.warning("event=tls_certificate file=%s problem=%r", _tls_files(settings)[0],
+                            problem)
         guard = bind_guard(settings.host, settings.port)
     except UserError as exc:
         print(f"pynamesrv node: error: {exc}", file=sys.stderr)

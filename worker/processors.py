@@ -14,15 +14,16 @@ from typing import Any
 
 import orjson
 
-from cluster.core.protocol import admin_bodies, body_common, route_bodies
-from cluster.core.protocol.codes import RequestCode, ResponseCode, SerializeType
+from cluster.core.protocol import admin_bodies, body_common, digest_body, route_bodies
+from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.lenient import loads_lenient
 from cluster.core.protocol.properties import PropertiesError, parse_properties
-from state import kvconfig, nsconfig, queries, route, route5
+from state import digest, kvconfig, nsconfig, queries, route, route5
 from state.snapshot import take_snapshot
 from worker import processors5
 from worker.context import NodeContext
+from worker.failures import failed
 from worker.handler_kit import (
     MissingField,
     crc_ok,
@@ -37,6 +38,7 @@ from worker.handler_kit import (
 from worker.route_lookup import get_routeinfo_by_topic
 
 Handler = Callable[[NodeContext, RemotingCommand, str, str], RemotingCommand]
+
 RC = ResponseCode
 
 
@@ -79,10 +81,16 @@ def get_kvlist_by_namespace(ctx: NodeContext, cmd: RemotingCommand, channel: str
                             ) -> RemotingCommand:
     ns = cmd.field("namespace")
     with ctx.store.read() as t:
-        table = kvconfig.get_namespace(t, ns) if ns is not None else None
-    if table is None:
+        body = None if ns is None else ctx.route_cache.keep(  # kept until the tables change
+            t.generation(), ("kvlist", ns), lambda: _kv_body(t, ns, ctx.dialect.five))
+    if body is None:
         return response_to(cmd, RC.QUERY_NOT_FOUND, f"No config item, Namespace: {jstr(ns)}")
-    return ok(cmd, body=admin_bodies.encode_kv_table(table, ctx.dialect.five))
+    return ok(cmd, body=body)
+
+
+def _kv_body(t: Any, ns: str, five: bool) -> bytes | None:
+    table = kvconfig.get_namespace(t, ns)
+    return None if table is None else admin_bodies.encode_kv_table(table, five)
 
 
 # ---------------------------------------------------------------- broker registration
@@ -151,9 +159,11 @@ def broker_heartbeat(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer:
 
 def get_broker_cluster_info(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                             ) -> RemotingCommand:
+    five = ctx.dialect.five
     with ctx.store.read() as t:
-        brokers, clusters = queries.cluster_info(t)
-    return ok(cmd, body=route_bodies.encode_cluster_info(brokers, clusters, ctx.dialect.five))
+        body = ctx.route_cache.keep(t.generation(), ("cluster_info",), lambda: (
+            route_bodies.encode_cluster_info(*queries.cluster_info(t), five)))
+    return ok(cmd, body=body)
 
 
 def get_broker_member_group(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -299,6 +309,16 @@ def get_node_snapshot(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer
     return ok(cmd, body=orjson.dumps(snap))
 
 
+def get_node_digest(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                    ) -> RemotingCommand:
+    try:
+        query = digest_body.parse_query(cmd.body)
+    except digest_body.DigestQueryError as exc:
+        return response_to(cmd, RC.SYSTEM_ERROR, f"GET_NODE_DIGEST: {exc}")
+    reply = digest.answer(ctx.store, ctx.node_name, ctx.clock(), query, ctx.digest_cache)
+    return ok(cmd, body=orjson.dumps(reply))
+
+
 # ---------------------------------------------------------------- outcomes and codes
 
 RQ = RequestCode
@@ -311,6 +331,7 @@ REFUSAL_CODES: dict[nsconfig.Refusal, ResponseCode] = {
     nsconfig.Refusal.LINE_BREAK: RC.SYSTEM_ERROR,
     nsconfig.Refusal.NOT_UPDATABLE: RC.SYSTEM_ERROR,
     nsconfig.Refusal.INVALID_VALUE: RC.SYSTEM_ERROR,
+    nsconfig.Refusal.TOO_LARGE: RC.SYSTEM_ERROR,
 }
 UNIT_LISTS: dict[int, queries.UnitList] = {
     RQ.GET_UNIT_TOPIC_LIST: queries.UnitList.UNIT,
@@ -345,13 +366,9 @@ HANDLERS: dict[int, Handler] = {  # a node following 4.9.8
     RQ.GET_BROKER_MEMBER_GROUP: get_broker_member_group,
     RQ.BROKER_HEARTBEAT: broker_heartbeat,
     RQ.GET_NODE_SNAPSHOT: get_node_snapshot,
+    RQ.GET_NODE_DIGEST: get_node_digest,
 }
 HANDLERS5: dict[int, Handler] = {**HANDLERS, **processors5.OVERRIDES}  # following 5.x
-
-
-def _error_remark(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _dispatch(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -363,16 +380,7 @@ def _dispatch(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
     try:
         return handler(ctx, cmd, channel, peer)
     except Exception as exc:
-        return system_error(cmd, exc)
-
-
-def system_error(cmd: RemotingCommand, exc: BaseException) -> RemotingCommand:
-    """The reply to a request whose processing failed. As in 4.9, the remoting layer makes
-    it, not the processor, so it keeps the server's default encoding (JSON) whatever
-    the request's encoding."""
-    reply = response_to(cmd, RC.SYSTEM_ERROR, _error_remark(exc))
-    reply.serialize_type = SerializeType.JSON
-    return reply
+        return failed(cmd, exc)
 
 
 def handle(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -393,8 +401,13 @@ def handle(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
 
 def on_channel_destroy(ctx: NodeContext, closed: list[tuple[str, str]]) -> None:
     """Connections closed: forget the brokers registered over them (one write). 5.x finds
-    them by their channel only; 4.9 also by the connection's peer address."""
+    them by their channel only; 4.9 also by the connection's peer address: a connection
+    that registered none removes the broker at its own address, with ACL on only when a
+    registration from that address needs no signature either (``globalWhiteRemoteAddresses``)."""
     if ctx.dialect.five:
         route5.on_channels_destroyed(ctx.store, [ch for ch, _ in closed])
-    else:
-        route.on_channels_destroyed(ctx.store, [(ch, peer or None) for ch, peer in closed])
+        return
+    guard = ctx.acl
+    route.on_channels_destroyed(ctx.store, [
+        (ch, peer if peer and (guard is None or guard.unsigned_may_register(peer)) else None)
+        for ch, peer in closed])

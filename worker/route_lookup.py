@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from cluster.core.protocol import route_bodies
+from cluster.core.protocol.admin_bodies import ORDER_TOPIC_CONFIG
 from cluster.core.protocol.codes import V4_9_4, ResponseCode
 from cluster.core.protocol.command import RemotingCommand, response_to
 from state import kvconfig, nsconfig, queries
@@ -38,7 +39,7 @@ def zone_of(cmd: RemotingCommand) -> str | None:
 def route_body(ctx: NodeContext, t: Any, topic: str, standard: bool,
                zone: str | None = None) -> bytes | None:
     five = ctx.dialect.five
-    order = kvconfig.get(t, kvconfig.ORDER_TOPIC_CONFIG, topic) \
+    order = kvconfig.get(t, ORDER_TOPIC_CONFIG, topic) \
         if nsconfig.get_bool(t, "orderMessageEnable") else None
     acting = five and nsconfig.get_bool(t, "supportActingMaster")
     key = (topic, standard, order, acting, zone)

@@ -41,6 +41,7 @@ class NodeSettings:
     max_connections_per_address: int
     header_max: int
     pending_max: int
+    requests_max: int
     frame_timeout_s: int
     write_timeout_s: int
     tls_mode: str

@@ -28,6 +28,35 @@ def resolve(path: str, data_dir: Path) -> str:
     return str(data_dir / path) if path else ""
 
 
+EXPIRES_SOON_S = 14 * 86400
+
+
+def certificate_warnings(cert: str, now: float) -> list[str]:
+    """What is wrong with the node's certificate (the first of ``cert``) though TLS works
+    with it: expired, not valid yet, expiring within 14 days, self-signed. ``now``: epoch
+    seconds. Read with CPython's certificate decoder; none where it is missing."""
+    decode = getattr(ssl._ssl, "_test_decode_cert", None)  # type: ignore[attr-defined]
+    if decode is None:
+        return []
+    try:
+        info = decode(cert)
+        not_before = ssl.cert_time_to_seconds(info["notBefore"])
+        not_after = ssl.cert_time_to_seconds(info["notAfter"])
+    except (OSError, ssl.SSLError, KeyError, ValueError):
+        return []
+    out = []
+    if not_after < now:
+        out.append(f"expired on {info['notAfter']}: clients that verify it refuse the node")
+    elif not_after < now + EXPIRES_SOON_S:
+        out.append(f"expires on {info['notAfter']}")
+    if not_before > now:
+        out.append(f"not valid before {info['notBefore']}")
+    if info.get("subject") == info.get("issuer"):
+        out.append("self-signed: only clients that trust this very certificate (or check "
+                   "none, as RocketMQ's test mode) accept it")
+    return out
+
+
 def server_context(cert: str, key: str, client_auth: str, trust: str) -> ssl.SSLContext:
     """The node's TLS context; ConfigError naming the setting when a file is missing or bad."""
     if not cert or not key:

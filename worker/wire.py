@@ -21,7 +21,7 @@ LANE_READ = b"read"  # serves route lookups (code 105) only
 REQUESTS = b"Q"   # I/O -> business: b"Q" + pack_pairs([(conn, frame), ...])
 SHARED = b"S"     # I/O -> business: b"S" + shared_ref(...): one large frame in shared memory
 EVENT = b"E"      # I/O -> business: b"E" + pack_pairs([(conn, peer)]) (channel destroyed)
-REPLIES = b"P"    # business -> I/O: b"P" + pack_pairs([(conn, reply), ...]) (empty: none)
+REPLIES = b"P"    # business -> I/O: b"P" + pack_replies(...): replies and the time each took
 CLOSE = b"\x00"   # a reply that is no frame: the header was malformed, close the connection
 METRICS = b"M"    # worker -> controller (PUSH): b"M" + JSON totals (worker.metrics), ~1/s
 
@@ -65,6 +65,9 @@ POLLIN = int(zmq.POLLIN)
 EVENTS = int(zmq.EVENTS)
 
 _PAIR = struct.Struct(">HI")
+_COUNT = struct.Struct(">H")
+_MICROS = struct.Struct(">I")
+MAX_MICROS = 0xFFFFFFFF
 _SHARED = struct.Struct(">IQIH")  # I/O worker pid, offset, length, len(conn); then conn
 Buf = TypeVar("Buf", bytes, memoryview)
 
@@ -101,6 +104,22 @@ def unpack_pairs(blob: Buf) -> list[tuple[Buf, Buf]]:
         out.append((blob[pos : pos + clen], blob[pos + clen : pos + clen + plen]))
         pos += clen + plen
     return out
+
+
+def pack_replies(pairs: Sequence[tuple[bytes | memoryview, bytes]], micros: Sequence[int]
+                 ) -> bytes:
+    """``REPLIES``: u16 n, n times u32 microseconds (what each request took the business
+    worker), then ``pack_pairs`` of the n (conn, reply) pairs."""
+    times = b"".join(_MICROS.pack(min(us, MAX_MICROS)) for us in micros)
+    return REPLIES + _COUNT.pack(len(pairs)) + times + pack_pairs(pairs)
+
+
+def unpack_replies(payload: Buf) -> tuple[list[tuple[Buf, Buf]], list[int]]:
+    """The pairs and times of ``pack_replies`` (without its kind byte)."""
+    (n,) = _COUNT.unpack_from(payload, 0)
+    end = _COUNT.size + n * _MICROS.size
+    times = [_MICROS.unpack_from(payload, _COUNT.size + i * _MICROS.size)[0] for i in range(n)]
+    return unpack_pairs(payload[end:]), times
 
 
 def shared_ref(pid: int, offset: int, length: int, conn: bytes) -> bytes:

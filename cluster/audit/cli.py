@@ -1,4 +1,4 @@
-"""``pynamesrv audit collect`` and ``pynamesrv audit run``."""
+"""``pynamesrv audit collect``, ``audit run`` and ``audit watch``."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cluster.audit.collector import CollectPlan, RoundResult, Target, TerminalProgress, collect
+from cluster.audit.reader import Kind, ReadLimits
 from cluster.audit.rows import BoundInputs
 from cluster.client.targets import add_source_args, resolve_args
+from cluster.core.argtypes import host_port, int_range
 from cluster.core.durations import duration
 from cluster.core.errors import UserError
 
@@ -34,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     asub.required = True
     _register_collect(asub)
     _register_run(asub)
+    _register_watch(asub)
 
 
 def _register_collect(asub: argparse._SubParsersAction) -> None:
@@ -46,6 +49,7 @@ def _register_collect(asub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=duration, default=None,
                    help="per-request timeout (default: the interval, at most 1s)")
     p.add_argument("--out", required=True, help="new directory for the rows and manifest")
+    add_read_args(p)
     p.add_argument("--heartbeat-period", type=duration, default=None,
                    help="broker heartbeat period for the bound (default from the config)")
     p.add_argument("--scan-interval", type=duration, default=None,
@@ -53,6 +57,30 @@ def _register_collect(asub: argparse._SubParsersAction) -> None:
     p.add_argument("--expiry", type=duration, default=None,
                    help="broker expiry for the bound (default from the config)")
     p.set_defaults(func=_collect)
+
+
+def add_read_args(p: argparse.ArgumentParser) -> None:
+    """How nodes are read (``cluster.audit.reader``): kind, budget, concurrency, KV."""
+    d = ReadLimits()
+    p.add_argument("--read", choices=("auto", "snapshot", "standard"), default="auto",
+                   help="auto: the snapshot (code 60001) where a node answers it, else "
+                        "RocketMQ's own codes; or force one way for every node (auto)")
+    p.add_argument("--budget", type=int, default=d.budget, metavar="N",
+                   help=f"requests per node and round at most, routes included ({d.budget})")
+    p.add_argument("--concurrency", type=int, default=d.concurrency, metavar="N",
+                   help=f"requests in flight per node ({d.concurrency})")
+    p.add_argument("--kv-namespace", action="append", metavar="NS",
+                   help="KV namespace to compare on nodes read the standard way (repeatable; "
+                        f"default {', '.join(d.namespaces)})")
+
+
+def read_limits(args: argparse.Namespace, timeout: float) -> ReadLimits:
+    force = None if args.read == "auto" else Kind(args.read)
+    namespaces = tuple(args.kv_namespace) if args.kv_namespace else ReadLimits().namespaces
+    try:
+        return ReadLimits(timeout, args.concurrency, args.budget, namespaces, force)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _register_run(asub: argparse._SubParsersAction) -> None:
@@ -70,9 +98,43 @@ def _register_run(asub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _targets_and_bound(args: argparse.Namespace) -> tuple[list[Target], BoundInputs]:
-    """The nodes of ``--node``, else ``-n`` / ``-c`` (``targets.resolve_args``); the bound's
-    timings from the cluster file when there is one, else RocketMQ's defaults."""
+def _register_watch(asub: argparse._SubParsersAction) -> None:
+    p = asub.add_parser("watch", help="print the nodes' divergence every round, from their "
+                                      "table digests (GET_NODE_DIGEST)")
+    add_source_args(p)
+    p.add_argument("--node", action="append", type=node_spec, metavar="NAME=HOST:PORT",
+                   help="watch this node, under this name (repeatable; instead of -n or -c)")
+    p.add_argument("--interval", type=duration, default=2.0, help="between rounds (2s)")
+    p.add_argument("--timeout", type=duration, default=None,
+                   help="per-request deadline (default: the interval, at most 1s)")
+    p.add_argument("--duration", type=duration, default=None,
+                   help="stop after this long (default: until Ctrl-C)")
+    p.add_argument("--rounds", type=int_range(1, 10**9), default=None,
+                   help="stop after this many rounds")
+    p.add_argument("--show", type=int_range(0, 10**6), default=10,
+                   help="differing entries listed when they change (10)")
+    p.add_argument("--metrics", type=host_port, default=None, metavar="HOST:PORT",
+                   help="serve the divergence gauges for Prometheus at http://HOST:PORT/metrics")
+    p.set_defaults(func=_watch)
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from cluster.audit.watch import WatchPlan, watch
+
+    targets, _ = _targets(args)
+    if len(targets) < 2:
+        raise UserError("audit watch compares nodes: give at least two")
+    timeout = args.timeout if args.timeout is not None else min(args.interval, 1.0)
+    if timeout > args.interval:
+        raise UserError("--timeout must not exceed --interval")
+    plan = WatchPlan(tuple((t.name, t.host, t.port) for t in targets), args.interval,
+                     timeout, args.duration, args.rounds, args.show, args.metrics)
+    return watch(plan)
+
+
+def _targets(args: argparse.Namespace) -> tuple[list[Target], BoundInputs]:
+    """The nodes of ``--node``, else ``-n`` / ``-c`` (``targets.resolve_args``), and the
+    bound's timings of the cluster file when there is one, else RocketMQ's defaults."""
     bound = BoundInputs()
     if args.node:
         if args.namesrv or args.config:
@@ -86,6 +148,12 @@ def _targets_and_bound(args: argparse.Namespace) -> tuple[list[Target], BoundInp
             bound = BoundInputs(cfg.broker_heartbeat_ms, cfg.scan_interval_ms, cfg.expiry_ms)
     if len({t.name for t in targets}) != len(targets):
         raise UserError("two nodes share a name")
+    return targets, bound
+
+
+def _targets_and_bound(args: argparse.Namespace) -> tuple[list[Target], BoundInputs]:
+    """``_targets``, with the bound's timings overridden by the options that give them."""
+    targets, bound = _targets(args)
     for attr, arg in (("heartbeat_period_ms", args.heartbeat_period),
                       ("scan_interval_ms", args.scan_interval), ("expiry_ms", args.expiry)):
         if arg is not None:
@@ -98,7 +166,8 @@ def _collect(args: argparse.Namespace) -> int:
     timeout = args.timeout if args.timeout is not None else min(args.interval, 1.0)
     if timeout > args.interval:
         raise UserError("--timeout must not exceed --interval")
-    plan = CollectPlan(targets, Path(args.out), args.interval, args.duration, timeout, bound)
+    plan = CollectPlan(targets, Path(args.out), args.interval, args.duration, timeout, bound,
+                       read_limits(args, timeout))
     progress, answers = TerminalProgress(), Answers([t.name for t in targets])
 
     def seen(result: RoundResult, total: int) -> None:

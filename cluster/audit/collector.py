@@ -1,27 +1,25 @@
-"""Poll every node for a snapshot (request code 60001) at a fixed rate, write rows.
+"""Read every node at a fixed rate (``cluster.audit.reader``), write rows.
 
-Each round asks all nodes in parallel, one short-lived TCP connection per
-request, so a paused node costs one timeout and never blocks the others. A
-node that does not answer is recorded as unavailable for that round, and so is
-one that restarted since the previous round (``restarts``).
+Each round reads all nodes in parallel, a pynamesrv node by its snapshot (request
+code 60001), any other NameServer through RocketMQ's own codes within a request
+budget; a paused node costs one timeout and never blocks the others. A node that
+does not answer is recorded as unavailable for that round, and so is one that
+restarted since the previous round (``restarts``).
 """
 
 from __future__ import annotations
 
-import itertools
-import socket
-import struct
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
+from cluster.audit.reader import ClusterReader, NodeRead, ReadLimits
 from cluster.audit.restarts import RestartWatch, is_restart
 from cluster.audit.rows import (
     MANIFEST_NAME,
@@ -33,16 +31,6 @@ from cluster.audit.rows import (
 )
 from cluster.core.clock import wall_ms
 from cluster.core.errors import UserError
-from cluster.core.protocol.codes import DEFAULT_MAX_FRAME, RequestCode, ResponseCode
-from cluster.core.protocol.command import RemotingCommand
-from cluster.core.protocol.frame import FrameError, check_total, decode_command, encode_command
-
-_I32 = struct.Struct(">i")
-_opaques = itertools.count(1)
-
-
-class SnapshotUnavailable(Exception):
-    """The node did not deliver a usable snapshot this round (reason in str())."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,67 +44,16 @@ class Target:
         return f"{self.host}:{self.port}"
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise SnapshotUnavailable("connection closed before the reply")
-        buf += chunk
-    return bytes(buf)
-
-
-def _exchange(target: Target, request: bytes, timeout: float) -> RemotingCommand:
-    with socket.create_connection((target.host, target.port), timeout=timeout) as sock:
-        sock.settimeout(timeout)
-        sock.sendall(request)
-        (total,) = _I32.unpack(_recv_exact(sock, 4))
-        check_total(total, DEFAULT_MAX_FRAME)
-        return decode_command(_recv_exact(sock, total))
-
-
-def fetch_snapshot(target: Target, timeout: float) -> dict[str, Any]:
-    """One snapshot reply body as a dict; raises SnapshotUnavailable with a reason."""
-    opaque = next(_opaques)
-    request = encode_command(RemotingCommand(code=RequestCode.GET_NODE_SNAPSHOT, opaque=opaque))
-    try:
-        reply = _exchange(target, request, timeout)
-    except TimeoutError as exc:
-        raise SnapshotUnavailable(f"timeout after {timeout:g}s") from exc
-    except (OSError, FrameError) as exc:
-        raise SnapshotUnavailable(f"{type(exc).__name__}: {exc}") from exc
-    if reply.opaque != opaque or not reply.is_response:
-        raise SnapshotUnavailable("reply does not match the request")
-    if reply.code != ResponseCode.SUCCESS:
-        raise SnapshotUnavailable(f"response code {reply.code} {reply.remark or ''}".strip())
-    try:
-        body = orjson.loads(reply.body or b"")
-    except orjson.JSONDecodeError as exc:
-        raise SnapshotUnavailable(f"snapshot body is not JSON: {exc}") from exc
-    if not isinstance(body, dict):
-        raise SnapshotUnavailable("snapshot body is not a JSON object")
-    return body
-
-
-def poll_node(target: Target, round_no: int, timeout: float,
-              restarts: RestartWatch | None = None) -> list[dict[str, Any]]:
-    """Rows of one node for one round: its snapshot, or a single unavailable row (also
-    when ``restarts`` sees that the node restarted since the previous round)."""
-    asked_at = wall_ms()
-    snapshot: Mapping[str, Any] | None
-    try:
-        snapshot, error = fetch_snapshot(target, timeout), None
-    except SnapshotUnavailable as exc:
-        snapshot, error = None, str(exc)
-    if restarts is not None:
-        snapshot, error = restarts.check(target.name, snapshot, error)
-    return observed_rows(target.name, round_no, asked_at, snapshot, error)
-
-
 @dataclass(slots=True)
 class RoundResult:
     round_no: int
     rows_by_node: dict[str, list[dict[str, Any]]]
+    reads: dict[str, NodeRead] = field(default_factory=dict)
+
+    def cost(self) -> tuple[int, int]:
+        """(requests, bytes sent and received) of this round, all nodes."""
+        return (sum(r.requests for r in self.reads.values()),
+                sum(r.sent_bytes + r.received_bytes for r in self.reads.values()))
 
     def status_line(self) -> str:
         parts = []
@@ -152,6 +89,11 @@ class CollectPlan:
     duration_s: float
     timeout_s: float
     bound_inputs: BoundInputs
+    limits: ReadLimits = field(default_factory=ReadLimits)
+
+    def reader(self) -> ClusterReader:
+        return ClusterReader({t.name: t.address for t in self.targets},
+                             replace(self.limits, timeout_s=self.timeout_s), origin="audit")
 
     def manifest(self, started_at: int) -> Manifest:
         return Manifest(nodes=[NodeRef(t.name, t.address) for t in self.targets],
@@ -210,11 +152,18 @@ class CollectionWriter:
 Progress = Callable[[RoundResult, int], None]
 
 
-def run_round(pool: ThreadPoolExecutor, plan: CollectPlan, round_no: int,
+def run_round(reader: ClusterReader, round_no: int,
               restarts: RestartWatch | None = None) -> RoundResult:
-    futures = {t.name: pool.submit(poll_node, t, round_no, plan.timeout_s, restarts)
-               for t in plan.targets}
-    return RoundResult(round_no, {name: f.result() for name, f in futures.items()})
+    """One round's rows of every node (a node that restarted since the last round, as
+    ``restarts`` sees it, is unavailable for this one)."""
+    rows, reads = {}, reader.read_round()
+    for name, r in reads.items():
+        snapshot: Mapping[str, Any] | None = r.snapshot
+        error = r.error
+        if restarts is not None:
+            snapshot, error = restarts.check(name, snapshot, error)
+        rows[name] = observed_rows(name, round_no, r.asked_at, snapshot, error)
+    return RoundResult(round_no, rows, reads)
 
 
 def collect(plan: CollectPlan, progress: Progress | None = None,
@@ -226,12 +175,12 @@ def collect(plan: CollectPlan, progress: Progress | None = None,
     start = time.monotonic()
     restarts = RestartWatch()
     try:
-        with ThreadPoolExecutor(max_workers=len(plan.targets)) as pool:
+        with plan.reader() as reader:
             for round_no in range(total):
                 slot = start + round_no * plan.interval_s
                 if stop.wait(max(0.0, slot - time.monotonic())):
                     break
-                result = run_round(pool, plan, round_no, restarts)
+                result = run_round(reader, round_no, restarts)
                 writer.write(result)
                 if progress:
                     progress(result, total)
@@ -260,7 +209,9 @@ class TerminalProgress:
         self.rows += sum(len(r) for r in result.rows_by_node.values())
         up = {n: bool(r[0]["available"]) for n, r in result.rows_by_node.items()}
         done = result.round_no + 1
-        line = f"round {done}/{total} rows {self.rows}  {result.status_line()}"
+        requests, size = result.cost()
+        line = (f"round {done}/{total} rows {self.rows} requests {requests} "
+                f"{size / 1024:.0f} KiB  {result.status_line()}")
         if self.tty:
             self.stream.write(f"\r\x1b[K{line}")
             self._open = True

@@ -41,9 +41,13 @@ class Lane:
 
 @dataclass(frozen=True, slots=True)
 class Mark:
+    """A moment drawn as a dashed line. ``bound`` marks (where the convergence bound ends)
+    do not stretch the timeline: one past its end is a note with an arrow at the edge."""
+
     at: int
     label: str
     tip: str
+    bound: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +162,8 @@ def _marks(doc: Mapping[str, Any]) -> tuple[Mark, ...]:
                   f"faults stopped at {clock_text(end)} ({v.get('fault_end_source', '')})")]
     if bound is not None:
         marks.append(Mark(int(end) + int(bound), f"bound {secs(bound)}",
-                          f"every divergence must have closed by {clock_text(end + bound)}"))
+                          f"every divergence must have closed by {clock_text(end + bound)}",
+                          bound=True))
     return tuple(marks)
 
 
@@ -178,12 +183,13 @@ def _range(times: Iterable[int]) -> tuple[int, int]:
 
 
 def from_audit(doc: Mapping[str, Any], faults: Sequence[Fault] = ()) -> Timeline:
-    """The timeline of an audit report document, with a chaos run's faults if given."""
+    """The timeline of an audit report document, with a chaos run's faults if given: it
+    spans the rounds, the faults and where they stopped, not the bound beyond them."""
     rounds = [int(r["round_time"]) for r in doc.get("rounds") or []]
     first, last = _range(rounds)
     marks = _marks(doc)
     t0, t1 = _range([first, last, *(f.start for f in faults), *(f.end for f in faults),
-                     *(m.at for m in marks)])
+                     *(m.at for m in marks if not m.bound)])
     names = [n["name"] for n in (doc.get("manifest") or {}).get("nodes") or []]
     lanes = [Lane(node, "node", tuple(_diverging(node, doc, last)
                                       + _unavailable(node, doc, faults, last)), (first, last))

@@ -11,13 +11,14 @@ import math
 from collections.abc import Sequence
 
 from cluster.audit.html_kit import esc
-from cluster.audit.timeline import Lane, Span, Timeline
+from cluster.audit.timeline import Lane, Mark, Span, Timeline, secs
 from cluster.core.clock import clock_text
 
 WIDTH = 1200
 LABEL_W = 118
 RIGHT = 18
 AXIS_H = 28
+MARKS_H = 18  # a band above the ticks for the marks' labels, clear of the data
 LANE_H = 24
 ROW_H = 20
 GAP = 10
@@ -65,15 +66,15 @@ def tick_label(t: int, step: int, clock: bool) -> str:
     return text[:-2] if step < 1000 else text[:8]
 
 
-def _ticks(tl: Timeline, sc: _Scale, bottom: float) -> list[str]:
+def _ticks(tl: Timeline, sc: _Scale, top: float, bottom: float) -> list[str]:
     step = tick_step(tl.t1 - tl.t0)
     out = []
     t = math.ceil(tl.t0 / step) * step
     while t <= tl.t1:
         x = sc.x(t)
         anchor = "end" if x > WIDTH - RIGHT - 30 else "middle"
-        out.append(f'<line x1="{x:.1f}" y1="{AXIS_H - 6}" x2="{x:.1f}" y2="{bottom:.1f}" '
-                   f'stroke="#e4e7eb"/><text x="{x:.1f}" y="{AXIS_H - 10}" font-size="11" '
+        out.append(f'<line x1="{x:.1f}" y1="{top + AXIS_H - 6}" x2="{x:.1f}" y2="{bottom:.1f}" '
+                   f'stroke="#e4e7eb"/><text x="{x:.1f}" y="{top + AXIS_H - 10}" font-size="11" '
                    f'text-anchor="{anchor}" fill="#52606d" class="tick">'
                    f"{tick_label(t, step, tl.clock)}</text>")
         t += step
@@ -164,26 +165,45 @@ def _chart(tl: Timeline, sc: _Scale, y: float) -> list[str]:
     return out
 
 
+def _mark_text(x: float, anchor: str, label: str, tip: str) -> str:
+    return (f'<text x="{x:.1f}" y="{MARKS_H - 5}" font-size="11" fill="#102a43" '
+            f'text-anchor="{anchor}" tabindex="0" data-tip="{esc(tip)}">{esc(label)}'
+            f"<title>{esc(tip)}</title></text>")
+
+
+def _beyond(m: Mark, tl: Timeline) -> str:
+    """A mark past the end of the data: a note with an arrow at the right edge."""
+    x = WIDTH - RIGHT
+    late = secs(m.at - tl.t1)
+    return (f'<path d="M{x - 9:.1f},{MARKS_H - 13} L{x:.1f},{MARKS_H - 8} '
+            f'L{x - 9:.1f},{MARKS_H - 3} z" fill="#102a43"/>'
+            + _mark_text(x - 12, "end", f"{m.label} ends {late} after the last round",
+                         m.tip))
+
+
 def _marks(tl: Timeline, sc: _Scale, bottom: float) -> list[str]:
+    """Each mark's dashed line through the lanes, its label in the band above the ticks
+    (left of the line when it would not fit right of it, or when another mark's label
+    is to its right)."""
     out = []
-    for i, m in enumerate(tl.marks):
+    inside = [m for m in tl.marks if LABEL_W <= sc.x(m.at) <= WIDTH - RIGHT]
+    for i, m in enumerate(inside):
         x = sc.x(m.at)
-        if not LABEL_W <= x <= WIDTH - RIGHT:
-            continue
-        left = x > WIDTH - RIGHT - CHAR_W * len(m.label) - 8
-        out.append(f'<line x1="{x:.1f}" y1="{AXIS_H - 4}" x2="{x:.1f}" y2="{bottom:.1f}" '
+        right_room = (sc.x(inside[i + 1].at) if i + 1 < len(inside) else WIDTH - RIGHT) - x
+        left = right_room < CHAR_W * len(m.label) + 8 and x - LABEL_W > right_room
+        out.append(f'<line x1="{x:.1f}" y1="{MARKS_H - 2}" x2="{x:.1f}" y2="{bottom:.1f}" '
                    f'stroke="#102a43" stroke-dasharray="4 3" stroke-width="1.2"/>'
-                   f'<text x="{x - 4 if left else x + 4:.1f}" y="{bottom - 6 - 13 * i:.1f}" '
-                   f'font-size="11" fill="#102a43" text-anchor="{"end" if left else "start"}" '
-                   f'tabindex="0" data-tip="{esc(m.tip)}">{esc(m.label)}'
-                   f"<title>{esc(m.tip)}</title></text>")
+                   + _mark_text(x - 4 if left else x + 4, "end" if left else "start",
+                                m.label, m.tip))
+    out += [_beyond(m, tl) for m in tl.marks if sc.x(m.at) > WIDTH - RIGHT]
     return out
 
 
 def render(tl: Timeline) -> str:
     sc = _Scale(tl)
     body: list[str] = []
-    y = float(AXIS_H)
+    top = MARKS_H if tl.marks else 0
+    y = float(top + AXIS_H)
     for lane in tl.lanes:
         parts, height = _lane(lane, sc, y)
         body += parts
@@ -193,7 +213,7 @@ def render(tl: Timeline) -> str:
     parts = [f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" '
              f'viewBox="0 0 {WIDTH} {bottom + 4:.0f}" role="img" '
              f'aria-label="timeline of nodes and faults">',
-             *_ticks(tl, sc, bottom), *body, *chart, *_marks(tl, sc, bottom), "</svg>"]
+             *_ticks(tl, sc, top, bottom), *body, *chart, *_marks(tl, sc, bottom), "</svg>"]
     return "".join(parts)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from cluster.audit.reader import ClusterReader, NodeFailed, ReadLimits
 from cluster.chaos.audit import AuditInput, Observed
 from cluster.chaos.checkers import ABANDONED
 from cluster.chaos.history import OBSERVER, HistoryWriter
@@ -25,7 +26,7 @@ from cluster.chaos.load_plan import LoadPlan, load_observation
 from cluster.chaos.observer import Observer
 from cluster.client.broker_sim import SimBroker, SimOptions, SimStats, broker_identity, make_topics
 from cluster.client.connection import ConnectionPool, IoLoop
-from cluster.client.errors import CallTimeout, ClientError, RemoteError
+from cluster.client.errors import CallTimeout, ClientError, ProtocolError, RemoteError
 from cluster.client.fanout import FanoutResult, NodeOutcome, Status
 from cluster.client.heartbeat import UNCHANGED
 from cluster.client.nsclient import NameServerClient
@@ -329,12 +330,17 @@ class Workload:
         finally:
             client.close()
 
+    def _node_reader(self, node: str, addr: str) -> ClusterReader:
+        """One node's reads: the snapshot where it answers it, else RocketMQ's own request
+        codes (``cluster.audit.reader``)."""
+        return ClusterReader({node: addr}, ReadLimits(timeout_s=self.opts.timeout_s))
+
     def _observer(self) -> None:
-        """Snapshot rounds, each node on a thread and a client of its own (``observer``)."""
-        clients = {node: self._client([addr]) for node, addr in self.node_addrs.items()}
+        """Snapshot rounds, each node on a thread and a reader of its own (``observer``)."""
+        readers = {node: self._node_reader(node, addr) for node, addr in self.node_addrs.items()}
 
         def fetch(node: str, addr: str, with_kv: bool) -> Observed:
-            return self._observe_node(OBSERVER, clients[node], node, addr, with_kv)
+            return self._observe_node(OBSERVER, readers[node], node, with_kv)
 
         sink = (lambda _r, _obs: None) if self.audit is None else self.audit.add_round
         observer = Observer(self.node_addrs, fetch, sink, self.opts.observe_interval_s,
@@ -342,16 +348,19 @@ class Workload:
         try:
             observer.run(self._stop_observing)
         finally:
-            for client in clients.values():
-                client.close()
+            for reader in readers.values():
+                reader.close()
 
-    def _observe_node(self, process: str, client: NameServerClient, node: str, addr: str,
+    def _observe_node(self, process: str, reader: ClusterReader, node: str,
                       with_kv: bool) -> Observed:
         """One ``snapshot`` record; the full snapshot (or the error) for the audit."""
         seen = Observed(node, wall_ms())
 
         def fetch() -> dict[str, Any]:
-            snapshot = client.get_snapshot(addr)
+            try:
+                snapshot = reader.read_node(node)
+            except NodeFailed as exc:  # not a client error: an unreadable answer
+                raise ProtocolError(str(exc), self.node_addrs[node]) from None
             load = self.opts.load
             seen.snapshot = snapshot if load is None else load.audit_snapshot(snapshot)
             return observation(snapshot, with_kv, load)

@@ -13,16 +13,19 @@ from types import ModuleType
 from typing import NoReturn
 
 import supervisor.cli
+from cluster.addr import cli as addr_cli
 from cluster.audit import cli as audit_cli
 from cluster.bench import cli as bench_cli
 from cluster.chaos import cli as chaos_cli
+from cluster.cli import monitoring as monitoring_cli
 from cluster.cli import node as node_cli
 from cluster.client import cli as client_cli
 from cluster.core.errors import UserError
 from cluster.peers import cli as peer_cli
 
 COMMAND_MODULES: tuple[ModuleType, ...] = (
-    node_cli, bench_cli, supervisor.cli, audit_cli, client_cli, chaos_cli, peer_cli)
+    node_cli, bench_cli, supervisor.cli, audit_cli, client_cli, chaos_cli, peer_cli,
+    monitoring_cli, addr_cli)
 
 
 class Parser(argparse.ArgumentParser):

@@ -1,7 +1,9 @@
 """``pynamesrv node``: run one NameServer node in the foreground.
 
-The node lives in its own process tree (``python -m worker.node``); this command
-replaces the current process with it, so the CLI never imports node internals.
+The node lives in its own process tree (``python -P -m worker.node``: neither the
+working directory nor anything else the user did not install is on its module path);
+this command replaces the current process with it, so the CLI never imports node
+internals.
 Every argument after ``node`` (``--help`` included) is the node's own, parsed by
 the node's parser, the one place its options are defined.
 """
@@ -12,6 +14,8 @@ import argparse
 import os
 import sys
 
+from cluster.core.procs import python_module
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("node", help="run one NameServer node in the foreground",
@@ -21,6 +25,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    argv = [sys.executable, "-m", "worker.node", *args.passthrough_args]
+    argv = [*python_module("worker.node"), *args.passthrough_args]
     os.execv(sys.executable, argv)
     return 0  # not reached

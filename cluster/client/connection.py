@@ -14,6 +14,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import itertools
+import os
 import ssl
 import threading
 from collections.abc import Coroutine
@@ -123,9 +124,11 @@ class IoLoop:
 class _Connection(asyncio.Protocol):
     """One TCP connection to a node; replies are matched to requests by opaque."""
 
-    def __init__(self, addr: str, max_frame: int, max_inflight: int) -> None:
+    def __init__(self, addr: str, max_frame: int, max_inflight: int,
+                 traffic: list[int]) -> None:
         self.addr = addr
         self.max_inflight = max_inflight
+        self.traffic = traffic  # [bytes sent, bytes received] of every connection to addr
         self.reader = FrameReader(max_frame)
         self.pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self.transport: asyncio.Transport | None = None
@@ -139,6 +142,7 @@ class _Connection(asyncio.Protocol):
         self.transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
 
     def data_received(self, data: bytes) -> None:
+        self.traffic[1] += len(data)
         try:
             for frame in self.reader.feed(data):
                 self._dispatch(decode_command(frame))
@@ -188,6 +192,7 @@ class _Connection(asyncio.Protocol):
         if self.closed or self.transport is None:
             raise self.error or ConnectionLost("connection closed", self.addr)
         self.transport.write(frame)
+        self.traffic[0] += len(frame)
 
     def abort(self, err: ClientError) -> None:
         if self.closed:
@@ -242,6 +247,7 @@ class ConnectionPool:
         self.close_on_timeout = close_on_timeout
         self._conns: dict[str, _Connection] = {}
         self._connecting: dict[str, asyncio.Task[_Connection]] = {}
+        self._traffic: dict[str, list[int]] = {}
         self._opaque = itertools.count()
 
     # ------------------------------------------------------------ helpers
@@ -253,6 +259,11 @@ class ConnectionPool:
 
     def deadline(self, timeout: float) -> float:
         return self.io.loop.time() + timeout
+
+    def traffic(self, addr: str) -> tuple[int, int]:
+        """(bytes sent, bytes received) to and from ``addr`` since the pool was made."""
+        sent, received = self._traffic.get(addr, (0, 0))
+        return sent, received
 
     def is_connected(self, addr: str) -> bool:
         conn = self._conns.get(addr)
@@ -292,15 +303,18 @@ class ConnectionPool:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.connect_timeout):
+                traffic = self._traffic.setdefault(addr, [0, 0])
                 _, proto = await loop.create_connection(
-                    lambda: _Connection(addr, self.max_frame, self.max_inflight), host, port,
+                    lambda: _Connection(addr, self.max_frame, self.max_inflight, traffic),
+                    host, port,
                     ssl=self.tls, server_hostname=host if self.tls else None)
         except TimeoutError:
             raise CallTimeout(f"connect timed out after {self.connect_timeout}s", addr) from None
         except ssl.SSLError as exc:
             raise ConnectError(f"TLS handshake failed: {exc}", addr) from None
-        except OSError as exc:
-            raise ConnectError(f"connect failed: {exc.strerror or exc}", addr) from None
+        except OSError as exc:  # asyncio's text names the address only: say why
+            why = os.strerror(exc.errno) if exc.errno else (exc.strerror or str(exc))
+            raise ConnectError(f"connect failed: {why}", addr) from None
         return proto
 
     def _connected(self, addr: str, task: asyncio.Task[_Connection]) -> None:

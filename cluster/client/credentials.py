@@ -22,6 +22,9 @@ def add_credential_args(p: argparse.ArgumentParser) -> None:
                    help=f"sign requests with this ACL access key (default ${ACCESS_KEY_ENV})")
     p.add_argument("--secret-key", metavar="KEY",
                    help=f"the access key's secret (default ${SECRET_KEY_ENV})")
+    p.add_argument("--strict-signature", action="store_true",
+                   help="also send pynamesrv's StrictSignature, which covers the request code "
+                        "and every field name (needed by nodes with aclStrictSignature)")
 
 
 def credentials_from_args(args: argparse.Namespace) -> Credentials | None:
@@ -33,4 +36,4 @@ def credentials_from_args(args: argparse.Namespace) -> Credentials | None:
     if not access or not secret:
         raise UserError(f"an ACL access key needs its secret key and the other way round "
                         f"(--access-key/--secret-key or ${ACCESS_KEY_ENV}/${SECRET_KEY_ENV})")
-    return Credentials(access, secret)
+    return Credentials(access, secret, strict=bool(getattr(args, "strict_signature", False)))

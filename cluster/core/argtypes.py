@@ -29,3 +29,11 @@ def one_line(text: str) -> str:
     if not value or "\n" in value or "\r" in value:
         raise argparse.ArgumentTypeError(f"expected a non-empty one-line name, got {text!r}")
     return value
+
+
+def host_port(text: str) -> tuple[str, int]:
+    """argparse type: ``HOST:PORT`` (``[::1]:PORT`` for IPv6), port 0 for any free one."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host.strip("[]"), int(port)

@@ -67,7 +67,9 @@ SUPERVISOR_KEYS: dict[str, tuple[Check, Any]] = {
     "stop_grace_s": (_int(1, 600), 10),
     "log_max_bytes": (_int(4096), 10485760),
     "status_http": (_listen, None),
+    "addr_service": (_listen, None),
 }
+HTTP_KEYS = ("status_http", "addr_service")  # the supervisor's HTTP listeners
 
 BROKER_KEYS: dict[str, tuple[Check, Any]] = {
     "heartbeat_ms": (_int(100, 3600000), 30000),
@@ -91,14 +93,31 @@ class SupervisorConfig:
     stop_grace_s: int = 10
     log_max_bytes: int = 10485760
     status_http: str | None = None
+    addr_service: str | None = None
 
     @property
     def status_host_port(self) -> tuple[str, int] | None:
         """Where the status page listens (``status_http`` split), None when it is off."""
-        if self.status_http is None:
-            return None
-        host, _, port = self.status_http.rpartition(":")
-        return host.strip("[]"), int(port)
+        return None if self.status_http is None else split_listen(self.status_http)
+
+    def http_listeners(self) -> list[tuple[str, tuple[str, int]]]:
+        """(key, (host, port)) of each HTTP listener that is on."""
+        return [(f"supervisor.{k}", split_listen(v)) for k in HTTP_KEYS
+                if (v := getattr(self, k)) is not None]
+
+
+def split_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (already checked) -> (host without brackets, port)."""
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def parse_listen(text: str, what: str) -> tuple[str, int]:
+    """``HOST:PORT`` given on a command line -> (host, port); ConfigError naming ``what``."""
+    problem = _listen(text)
+    if problem:
+        raise ConfigError(f"{what}: {problem}")
+    return split_listen(text)
 
 
 @dataclass(frozen=True)
@@ -330,21 +349,20 @@ class _Parser:
 
     def status_not_taken(self, sup: SupervisorConfig, control: str,
                          nodes: tuple[NodeConfig, ...]) -> None:
-        where = sup.status_host_port
-        if where is None:
-            return
+        """The HTTP listeners' ports are used by nothing else of the cluster."""
         taken = {control_port(control): "the control port"}
         taken.update({n.port: f"the port of nodes[{i}]" for i, n in enumerate(nodes)})
-        if where[1] in taken:
-            raise self.fail("supervisor.status_http", f"{where[1]} is also {taken[where[1]]}")
+        for key, (_, port) in sup.http_listeners():
+            if port in taken:
+                raise self.fail(key, f"{port} is also {taken[port]}")
+            taken[port] = key
 
 
     def metrics_not_taken(self, sup: SupervisorConfig, control: str,
                           nodes: tuple[NodeConfig, ...]) -> None:
         """Every node's metricsPort (when on) is a port nothing else of the cluster uses."""
         taken = {control_port(control): "the control port"}
-        if sup.status_host_port is not None:
-            taken[sup.status_host_port[1]] = "supervisor.status_http"
+        taken.update({port: key for key, (_, port) in sup.http_listeners()})
         taken.update({n.port: f"the port of nodes[{i}]" for i, n in enumerate(nodes)})
         for i, port in metrics_ports(nodes):
             if port in taken:
@@ -376,11 +394,21 @@ def check_startable(cfg: ClusterConfig) -> None:
     for i, port in metrics_ports(cfg.nodes):
         host = str(cfg.nodes[i].settings.get("metricsHost", "127.0.0.1"))
         _check_port(cfg, f"nodes[{i}].settings.metricsPort", host, port)
-    if cfg.supervisor.status_host_port is not None:
-        _check_port(cfg, "supervisor.status_http", *cfg.supervisor.status_host_port)
+    for key, (host, port) in cfg.supervisor.http_listeners():
+        _check_port(cfg, key, host, port)
     _check_dir(cfg, "data_dir", cfg.data_dir)
     for i, n in enumerate(cfg.nodes):
         _check_dir(cfg, f"nodes[{i}].data_dir", n.data_dir)
+
+
+def check_node_startable(cfg: ClusterConfig, name: str) -> None:
+    """One node's port free and data directory usable (a node added at run time)."""
+    i, n = next((i, n) for i, n in enumerate(cfg.nodes) if n.name == name)
+    _check_port(cfg, f"nodes[{i}].port", n.host, n.port)
+    if n.settings.get("metricsPort", 0):
+        _check_port(cfg, f"nodes[{i}].settings.metricsPort",
+                    str(n.settings.get("metricsHost", "127.0.0.1")), int(n.settings["metricsPort"]))
+    _check_dir(cfg, f"nodes[{i}].data_dir", n.data_dir)
 
 
 def port_in_use(host: str, port: int) -> str | None:

@@ -18,6 +18,13 @@ def _prctl(option: int, arg: int | ctypes.c_char_p) -> int:
     return int(libc.prctl(option, arg, 0, 0, 0))
 
 
+def python_module(module: str, python: str = sys.executable) -> list[str]:
+    """The command line that runs ``module`` with ``python`` without the working directory
+    on the module path (``-P``; the worker processes it spawns inherit the flag): a file
+    planted there, such as an ``lmdb.py`` in a node's data dir, is never imported."""
+    return [python, "-P", "-m", module]
+
+
 def set_process_name(name: str) -> None:
     """Set the kernel's short process name (``ps -o comm``, psutil ``name()``), 15 bytes max."""
     if sys.platform.startswith("linux"):

@@ -271,6 +271,10 @@ SETTINGS: tuple[Setting, ...] = (
             "and not answered yet, plus its unsent reply bytes: above this the node stops "
             "reading from it until half has drained", 65_536, 1 << 31, "bytes", yaml=True,
             attr="pending_max"),
+    Setting("connectionMaxPendingRequests", _I, 1000, "requests read from one connection and "
+            "not answered yet (route lookups answered at once aside): above this the node "
+            "stops reading from it until half are answered", 1, 1_000_000, "requests",
+            yaml=True, attr="requests_max"),
     Setting("frameReadTimeoutSeconds", _I, 30, "a request must arrive whole within this after "
             "its first byte, else the connection is closed (slow senders)", 1, 3600, "s",
             yaml=True, attr="frame_timeout_s"),
@@ -301,6 +305,10 @@ SETTINGS: tuple[Setting, ...] = (
             "changes", update=_U.PROTECTED, yaml=True),
     Setting("aclReadsToo", _B, False, "with `aclEnable`: every other request must be signed "
             "too, by any account", yaml=True),
+    Setting("aclStrictSignature", _B, False, "with `aclEnable`: a signed request must also "
+            "carry pynamesrv's `StrictSignature`, which covers the request code and the "
+            "field names RocketMQ's signature leaves out; stock RocketMQ clients cannot send "
+            "it (README \"ACL\")", yaml=True),
     Setting("metricsPort", _I, 0, "HTTP port of the node's Prometheus `/metrics` (README "
             "\"Metrics\"); 0: none", 0, 65535, yaml=True, attr="metrics_port"),
     Setting("metricsHost", _S, "127.0.0.1", "listen address of `metricsPort`", yaml=True,

@@ -22,7 +22,7 @@ from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from tests.integration.test_node import register, route
 from tests.nodeproc import PYNAMESRV, Conn, NodeProcess, poll_until
-from worker.acl import RECHECK_S
+from worker.acl import RECHECK_S, TAKES_EFFECT_S
 
 pytestmark = pytest.mark.integration
 ADMIN = acl.Credentials("adminKey1", "adminSecret1")
@@ -131,7 +131,7 @@ def test_accounts_file_is_reloaded_without_restart(node: NodeProcess) -> None:
     finally:
         conn.close()
     err = node.stop()
-    assert err.count("event=acl_file_error") == 1  # one business worker takes writes
+    assert err.count("event=acl_file_error") == 2  # once per business worker: each looks
     assert "newSecret1" not in err and "adminSecret1" not in err
 
 
@@ -179,3 +179,37 @@ def test_a_white_listed_address_needs_no_signature(tmp_path: Path) -> None:
             assert Conn(n.addr).call(kv_put("w", "v")).code == code
         finally:
             n.stop()
+
+
+def test_a_withdrawn_account_doing_only_cached_lookups_is_refused_in_time(
+        tmp_path: Path) -> None:
+    """aclReadsToo: route lookups answered from the I/O worker's cache follow the file too,
+    though no request of the withdrawn account reaches a business worker any more."""
+    data = tmp_path / "reads"
+    data.mkdir()
+    reader = acl.Credentials("reader01", "readSecret1")
+    path = data / "plain_acl.yml"
+    path.write_text(ACCOUNTS + "  - {accessKey: reader01, secretKey: readSecret1}\n")
+    n = NodeProcess(data, props={"aclEnable": "true", "aclReadsToo": "true"}).start()
+    conn = Conn(n.addr)
+    try:
+        assert conn.call(acl.sign(register("CachedTopic"), BROKER)).code == ResponseCode.SUCCESS
+        lookup = acl.sign(route("CachedTopic"), reader)  # the same signed header every time
+        for _ in range(20):  # learned once, then answered from the I/O worker's cache
+            lookup.opaque = 0
+            assert conn.call(lookup).code == ResponseCode.SUCCESS
+        tmp = path.with_suffix(".new")
+        tmp.write_text(ACCOUNTS)
+        os.replace(tmp, path)
+        withdrawn = time.monotonic()
+
+        def refused() -> bool:
+            lookup.opaque = 0
+            return conn.call(lookup).code == ResponseCode.NO_PERMISSION
+
+        poll_until(refused, timeout=30, interval=0.02, what="the withdrawn account refused")
+        took = time.monotonic() - withdrawn
+    finally:
+        conn.close()
+        n.stop()
+    assert took < 2 * TAKES_EFFECT_S, f"refused only {took:.2f} s after the withdrawal"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +18,8 @@ from cluster.audit.rows import BoundInputs
 from cluster.cli.main import main
 from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
-from tests.nodeproc import Conn, NodeProcess, poll_until
+from tests.hide_snapshot import HideSnapshot
+from tests.nodeproc import ROOT, Conn, NodeProcess, poll_until
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -162,3 +164,59 @@ def test_kv_put_to_one_node_never_converges(
         ("kv", "ns/orphan", "extra", ["n1"])]
     assert doc["verdict"]["holds"] is False and doc["verdict"]["bound_ms"] == 60_000
     assert all(r["agree"] == 4 and r["extra"] == 1 for r in doc["rounds"])
+
+
+def _register(conn: Conn, name: str, addr: str) -> None:
+    ext = {**BROKER, "brokerName": name, "brokerAddr": addr}
+    reply = conn.call(RemotingCommand(code=RequestCode.REGISTER_BROKER, version=409,
+                                      ext_fields=ext, body=TOPIC_BODY))
+    assert reply.code == ResponseCode.SUCCESS
+
+
+def _rounds_written(path: Path) -> int:
+    try:
+        return 1 + max(orjson.loads(line)["round"] for line in path.read_bytes().splitlines())
+    except (OSError, ValueError):
+        return 0
+
+
+def test_nodes_that_do_not_answer_the_snapshot_are_audited_alike(
+        nodes: list[NodeProcess], broker: list[Conn], tmp_path: Path,
+        spark_session: SparkSession, capsys: pytest.CaptureFixture[str]) -> None:
+    """n2 looks like Java 4.9 (no reply to code 60001), n3 like Java 5.x (code 3); n2 misses
+    broker-b for a while: the verdict names the broker, the node and the interval."""
+    out = tmp_path / "audit"
+    j4, j5 = HideSnapshot(nodes[1].addr, "silent"), HideSnapshot(nodes[2].addr, "unsupported")
+    late = Conn(nodes[1].addr)
+    early = [Conn(nodes[0].addr), Conn(nodes[2].addr)]
+    argv = [str(ROOT / ".venv" / "bin" / "pynamesrv"), "audit", "collect", "--interval", "0.5s",
+            "--duration", "8s", "--timeout", "0.5s", "--out", str(out),
+            "--node", f"n1={nodes[0].addr}", "--node", f"n2={j4.addr}", "--node", f"n3={j5.addr}"]
+    try:
+        collector = subprocess.Popen(argv, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+        rows = out / "rows-n1.jsonl"
+        poll_until(lambda: _rounds_written(rows) >= 3, 20, what="three rounds before broker-b")
+        for c in early:
+            _register(c, "broker-b", "127.0.0.1:11911")
+        missed_from = _rounds_written(rows)
+        poll_until(lambda: _rounds_written(rows) >= missed_from + 4, 20, what="n2 missing it")
+        _register(late, "broker-b", "127.0.0.1:11911")
+        _, err = collector.communicate(timeout=30)
+        assert collector.returncode == 0, err
+    finally:
+        for c in (late, *early):
+            c.close()
+        j4.close()
+        j5.close()
+    assert j4.hidden == 1 and j5.hidden == 1  # each asked once, then remembered
+
+    per_node = {n: [orjson.loads(x) for x in (out / f"rows-{n}.jsonl").read_bytes().splitlines()]
+                for n in ("n1", "n2", "n3")}
+    for n, rows_of in per_node.items():
+        assert all(r["available"] for r in rows_of), (n, [r for r in rows_of if r.get("error")])
+        assert {r["table"] for r in rows_of} == {None, "cluster", "broker", "topic"}, n
+    assert main(["audit", "run", str(out), "--bound", "60"]) == 0, capsys.readouterr()
+    doc = orjson.loads((out / "audit-report.json").read_bytes())
+    b = [i for i in doc["intervals"] if i["key"] == "broker-b"]
+    assert len(b) == 1 and b[0]["nodes"] == ["n2"] and b[0]["kind"] == "missing", b
+    assert not b[0]["open"] and 1.0 <= b[0]["duration_ms"] / 1000 <= 6.0, b

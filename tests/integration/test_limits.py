@@ -170,3 +170,34 @@ def test_limits_leave_the_workers_alone(node: NodeProcess) -> None:
         extra.close()
     assert answered(node) and {p.pid for p in node.children()} == workers
     assert all(p.is_running() for p in map(psutil.Process, workers))
+
+
+def _malformed() -> dict[str, bytes]:
+    header = b"{not json"
+    language = b'{"code":105,"language":99,"opaque":1,"flag":0,"extFields":{"topic":"T"}}'
+    return {
+        "negative length": struct.pack(">i", -5) + b"abcd",
+        "unknown encoding": struct.pack(">iI", 8, 7 << 24 | 4) + b"abcd",
+        "bad JSON header": struct.pack(">iI", 4 + len(header), len(header)) + header,
+        "bad language": struct.pack(">iI", 4 + len(language), len(language)) + language,
+        "short binary header": struct.pack(">iI", 8, 1 << 24 | 4) + b"abcd",
+    }
+
+
+def test_malformed_requests_are_logged_once_per_peer_and_kind(node: NodeProcess) -> None:
+    """Every malformed request closes its connection; a client sending thousands makes a
+    handful of log lines, not one per request."""
+    frames = _malformed()
+    for _ in range(50):
+        for frame in frames.values():
+            sock = socket.create_connection(("127.0.0.1", node.port))
+            sock.sendall(frame)
+            assert closed_by_node(sock)
+            sock.close()
+    assert answered(node)
+    log = node.stop()
+    bad = [ln for ln in log.splitlines() if "event=bad_request reason=" in ln]
+    # one line per kind (frame, header) and process that saw it: I/O and business workers
+    # (and, were this to last a minute, one line per kind with the count)
+    assert 2 <= len(bad) <= 4 and all("peer=127.0.0.1" in ln for ln in bad), bad
+    assert len(log) < 8192, log[-3000:]

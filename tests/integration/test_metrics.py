@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from cluster.core.protocol.codes import FLAG_ONEWAY, ResponseCode
+from cluster.core.protocol.codes import FLAG_ONEWAY, ORIGIN_FIELD, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from tests.integration.test_node import kv_put, register, route
 from tests.nodeproc import Conn, NodeProcess, free_port, poll_until
@@ -87,17 +87,30 @@ def _traffic(c: Conn) -> None:
     assert c.call(unknown).code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
 
 
+def _monitoring(c: Conn) -> None:
+    """Two requests named as a supervisor's probe and a status page's digest."""
+    probe = RemotingCommand(code=319, version=409, ext_fields={ORIGIN_FIELD: "probe"})
+    assert c.call(probe).code == ResponseCode.SUCCESS
+    digest = RemotingCommand(code=60002, version=409, ext_fields={ORIGIN_FIELD: "status"})
+    assert c.call(digest).code == ResponseCode.SUCCESS
+
+
 def test_requests_latency_hits_and_state(mnode: MetricsNode) -> None:
     c = Conn(mnode.node.addr)
     _traffic(c)
+    _monitoring(c)
     s = mnode.scrape_until(lambda m: value(m, "pynamesrv_kv_entries") == 2 and
-                           total(m, REQUESTS) >= 9, "counts on /metrics")
-    assert value(s, REQUESTS, code=ROUTE, result="0") == 3
-    assert value(s, REQUESTS, code=ROUTE, result="17") == 2
-    assert value(s, REQUESTS, code=PUT_KV, result="0") == 1
-    assert value(s, REQUESTS, code=PUT_KV, result="none") == 1
-    assert value(s, REQUESTS, code=UNKNOWN, result="3") == 1
-    assert value(s, REQUESTS, code="103", result="0") == 1
+                           total(m, REQUESTS) >= 11, "counts on /metrics")
+    assert total(s, REQUESTS, origin="client") == 9
+    assert value(s, REQUESTS, code="319", result="0", origin="probe") == 1
+    assert value(s, REQUESTS, code="60002", result="0", origin="status") == 1
+    assert [ls for (n, ls) in s if n == "pynamesrv_build_info"] != []
+    assert value(s, REQUESTS, code=ROUTE, result="0", origin="client") == 3
+    assert value(s, REQUESTS, code=ROUTE, result="17", origin="client") == 2
+    assert value(s, REQUESTS, code=PUT_KV, result="0", origin="client") == 1
+    assert value(s, REQUESTS, code=PUT_KV, result="none", origin="client") == 1
+    assert value(s, REQUESTS, code=UNKNOWN, result="3", origin="client") == 1
+    assert value(s, REQUESTS, code="103", result="0", origin="client") == 1
     hits = value(s, "pynamesrv_route_template_hits_total")
     misses = value(s, "pynamesrv_route_template_misses_total")
     assert hits + misses == 5 and hits >= 3  # the second and third lookup of each topic
@@ -143,8 +156,9 @@ def test_counters_survive_a_business_worker_sigkill(mnode: MetricsNode) -> None:
     poll_until(restarted, timeout=30, interval=0.2, what="restart counted")
     poll_until(lambda: len(mnode.node.workers("biz")) == 2, timeout=30, what="worker back")
     assert c.call(kv_put("ns", "k3", "v")).code == ResponseCode.SUCCESS
-    after = mnode.scrape_until(lambda m: value(m, REQUESTS, code=PUT_KV, result="0") >= 2,
-                               "new request counted")
+    after = mnode.scrape_until(
+        lambda m: value(m, REQUESTS, code=PUT_KV, result="0", origin="client") >= 2,
+        "new request counted")
     assert total(after, REQUESTS) >= total(before, REQUESTS) + 1
     assert value(after, "pynamesrv_worker_restarts_total", kind="io") == 0
 

@@ -109,9 +109,16 @@ def _node_state(dom: str, node: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _broker_row(dom: str) -> str:
-    m = re.search(r'<tr data-table="broker">(.*?)</tr>', dom, re.S)
-    return _text(m.group(1)) if m else ""
+def _difference_row(dom: str, table: str, key: str) -> str:
+    for m in re.finditer(rf'<tr data-table="{table}">(.*?)</tr>', dom, re.S):
+        if f'class="key">{key}<' in m.group(1):
+            return _text(m.group(1))
+    return ""
+
+
+def _banner(dom: str) -> str:
+    m = re.search(r'id="agreement">(.*?)</section>', dom, re.S)
+    return _text(m.group(1)).strip() if m else ""
 
 
 def _wait_dom(browser: Browser, url: str, ok: Any, what: str) -> str:
@@ -138,15 +145,14 @@ def test_page_shows_nodes_and_live_disagreement(cluster: StatusCluster, tmp_path
                                          addrs=[cluster.addrs["n1"], cluster.addrs["n2"]])
         assert result.all_ok, result
         dom = _wait_dom(browser, cluster.url,
-                        lambda d: "broker-status" in _broker_row(d)
+                        lambda d: 'data-broker="127.0.0.1:20911"' in d
                         and "not answering" in d and _node_state(d, "n3") == "paused",
-                        "broker-status missing on the paused n3")
-        row = _broker_row(dom)
-        assert "n1" in row and "n2" in row and "n3 (last seen)" not in row
-        assert re.search(r'chip miss stale">n3<', dom), "n3 is shown missing, as last seen"
-        assert "The nodes disagree on 1 broker, 3 topics" in _text(dom)
-        assert "n3 is not answering (compared with its tables as of" in _text(dom)
-        browser.screenshot(cluster.url, "status-page-n3-paused-disagree.png")
+                        "broker-status on n1 and n2, n3 paused")
+        banner = _banner(dom)
+        assert banner.startswith("n1 and n2 agree: 1 broker (1 address, 1 live), 3 topics")
+        assert "n3 is not answering: whether it agrees is unknown." in banner
+        assert "All 3" not in banner
+        browser.screenshot(cluster.url, "status-page-n3-paused.png")
         doc = cluster.status_json()
         n3 = next(n for n in doc["nodes"] if n["name"] == "n3")
         assert n3["state"] == "paused" and n3["answer"]["text"].startswith("not answering")
@@ -154,7 +160,19 @@ def test_page_shows_nodes_and_live_disagreement(cluster: StatusCluster, tmp_path
         cluster.cli("resume", "n3")
         dom = _wait_dom(browser, cluster.url,
                         lambda d: _node_state(d, "n3") == "running"
-                        and re.search(r'chip miss">n3<', d) is not None,
+                        and "broker-status" in _difference_row(d, "broker", "broker-status"),
                         "n3 answering again, live without broker-status")
-        assert "is not answering" not in _text(dom)
+        row = _difference_row(dom, "broker", "broker-status")
+        assert "n1 n2" in row and "missing on n3" in row, row
+        assert re.search(r"The nodes disagree on .*1 broker, 3 topic entries.*\(odd: n3 on \d+\)",
+                         _banner(dom)), _banner(dom)
+        assert "is not answering" not in _banner(dom)
+        assert re.search(r'<tr data-lane="n3">.*?class="s-silent".*?class="s-diverge"', dom,
+                         re.S), "n3's lane: not answering, then diverging"
+        beats = re.search(r'data-broker="127.0.0.1:20911">(.*?)</tr>', dom, re.S)
+        assert beats and re.search(r"n1 \d+ s.*n2 \d+ s.*n3 -", _text(beats.group(1)))
+        keys = browser.dom(cluster.url + "keys?node=n3&table=topic")
+        assert _text(keys).count("StatusTopic") == 3 and "3 of " in _text(keys)
         browser.screenshot(cluster.url, "status-page-n3-resumed-missing.png")
+        dom = browser.dom(cluster.url, wait_ms=5000)  # after a refresh or two
+        assert re.search(r"live, updated \d\d:\d\d:\d\d<", dom), "24-hour time after refresh"

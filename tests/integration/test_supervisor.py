@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 import zmq
 
+from cluster.client.fanout import BrokerIdentity, BrokerOuterAPI, RegisterPayload
+from cluster.client.nsclient import NameServerClient
 from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from supervisor.control_client import ControlClient, ControlUnavailable
@@ -192,6 +194,23 @@ def test_kill_9_of_a_controller_is_restarted_and_serves(cluster: Cluster) -> Non
     assert "SIGKILL" in after["last_exit"]
     poll_until(lambda: no_members([before["pgid"]]), 10, 0.05, "old process group gone")
     assert serves(cluster.addr("n1"))
+
+
+def test_routes_survive_a_kill_9_and_the_supervisors_restart(cluster: Cluster) -> None:
+    addr = cluster.addr("n3")
+    who = BrokerIdentity("DefaultCluster", "broker-kept", "127.0.0.1:32911", 0, "127.0.0.1:32912")
+    table = {"KeptTopic": {"topicName": "KeptTopic", "readQueueNums": 2, "writeQueueNums": 2,
+                           "perm": 6}}
+    payload = RegisterPayload.build({"counter": 1, "timestamp": 1}, table, [], False)
+    with BrokerOuterAPI([addr]) as api:  # open: a closed broker connection removes the broker
+        assert api.register_broker_all(who, payload, timeout=5.0).all_ok
+        before = cluster.node("n3")
+        cluster.client.kill("n3")
+        poll_until(lambda: (n := cluster.node("n3"))["pid"] != before["pid"]
+                   and n["state"] == "running", BOOT_S, 0.05, "n3 restarted")
+        with NameServerClient([addr], timeout=2.0) as client:
+            route = client.get_route("KeptTopic", addr=addr)
+    assert [b["brokerName"] for b in route["brokerDatas"]] == ["broker-kept"]
 
 
 def test_pause_and_resume_over_control(cluster: Cluster) -> None:

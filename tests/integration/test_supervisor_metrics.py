@@ -3,22 +3,33 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from cluster.core.protocol.codes import ResponseCode
+from cluster.core.protocol.command import RemotingCommand
 from supervisor.control_client import ControlClient, ControlUnavailable
 from tests.conftest import Reaper
-from tests.nodeproc import free_port, poll_until
+from tests.integration.test_node import register, route
+from tests.nodeproc import ROOT, Conn, free_port, poll_until
+from tests.unit.test_monitoring import dashboard_queries, family, referenced_metrics
 
 pytestmark = pytest.mark.integration
 
 BOOT_S = 90.0
+PYNAMESRV = (sys.executable, "-m", "cluster.cli")
+# Queries that may rightly have no data on a healthy cluster: no connection limit was hit.
+QUIET = {'sum by (instance, limit) (rate(pynamesrv_limit_hits_total{instance=~".*"}[1m]))'}
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
@@ -54,6 +65,7 @@ def test_supervisor_and_node_metrics(tmp_path: Path, reaper: Reaper) -> None:
         client = ControlClient(f"tcp://127.0.0.1:{control}", timeout=5.0)
         try:
             _check(client, proc, http, (m1, m2), tmp_path)
+            _check_dashboard(path, f"127.0.0.1:{p2}", http, (m1, m2), tmp_path, reaper)
         finally:
             try:
                 client.request("shutdown")
@@ -89,9 +101,16 @@ def _check(client: ControlClient, proc: subprocess.Popen[bytes], http: int,
         assert s[(state, frozenset({("node", node), ("state", "failed")}))] == 0
         assert s[("pynamesrv_supervisor_node_restarts_total", frozenset({("node", node)}))] == 0
     assert 0 < s[probe] < 5
+    answering = ("pynamesrv_divergence_node_answering", frozenset({("node", "n1")}))
+    s = poll_until(lambda: (m := scrape(url)).get(answering) == 1 and m, 30, 0.2,
+                   "a divergence round on /metrics")
+    assert s[("pynamesrv_divergence_since_agreement_seconds", frozenset())] == 0
+    assert s[("pynamesrv_divergence_entries", frozenset({("table", "topic")}))] == 0
     for port in metrics_ports:  # `up` renders metricsPort into each node's properties
         node = scrape(f"http://127.0.0.1:{port}/metrics")
         assert ("pynamesrv_store_generation", frozenset()) in node
+        poll_until(lambda p=port: {"probe", "status"} <= _origins(p), 30, 0.2,
+                   "probes and digests counted apart from client traffic")
 
     n1 = next(n for n in nodes() if n["name"] == "n1")
     os.kill(n1["pid"], signal.SIGKILL)
@@ -110,8 +129,72 @@ def _check(client: ControlClient, proc: subprocess.Popen[bytes], http: int,
                "restarted node serving /metrics")
 
 
+def _origins(port: int) -> set[str]:
+    node = scrape(f"http://127.0.0.1:{port}/metrics")
+    return {dict(ls)["origin"] for (n, ls) in node if n == "pynamesrv_requests_total"}
+
+
 def _serving(url: str) -> bool:
     try:
         return bool(scrape(url))
     except OSError:  # the node is still starting
         return False
+
+
+def _families(url: str) -> set[str]:
+    with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - loopback test URL
+        text = resp.read().decode()
+    return {family(n) for f in text_string_to_metric_families(text)
+            for n in (f.name, *(s.name for s in f.samples))}
+
+
+def _check_dashboard(path: Path, node_addr: str, http: int, metrics_ports: tuple[int, int],
+                     root: Path, reaper: Reaper) -> None:
+    """Every metric the dashboard and the alert rules name is exported by the supervisor
+    or a node; with Debian's prometheus installed, every dashboard query runs on a real
+    Prometheus scraping them (from ``pynamesrv monitoring``'s files) without an error."""
+    exported = _families(f"http://127.0.0.1:{http}/metrics")
+    for port in metrics_ports:
+        exported |= _families(f"http://127.0.0.1:{port}/metrics")
+    missing = sorted(referenced_metrics() - exported)
+    assert missing == [], f"the dashboard or the alerts name metrics nobody exports: {missing}"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    unknown = sorted({family(m) for m in re.findall(r"`(pynamesrv_[a-z_]+)`", readme)} - exported)
+    assert unknown == [], f"the README names metrics nobody exports: {unknown}"
+    exe = shutil.which("prometheus")
+    if exe is None:
+        return
+    conn = Conn(node_addr)  # client traffic: a broker registers, heartbeats, clients look up
+    assert conn.call(register("DashTopic")).code == ResponseCode.SUCCESS
+    beat = RemotingCommand(code=904, version=409, ext_fields={
+        "brokerAddr": "127.0.0.1:10911", "brokerName": "broker-a", "clusterName": "C"})
+    assert conn.call(beat).code == ResponseCode.SUCCESS
+    assert conn.call(route("DashTopic")).code == ResponseCode.SUCCESS
+    assert conn.call(route("NoSuchTopic")).code == ResponseCode.TOPIC_NOT_EXIST
+    mon, port = root / "monitoring", free_port()
+    subprocess.run([*PYNAMESRV, "monitoring", "-c", str(path), "--out", str(mon),
+                    "--scrape-interval", "1s"], check=True, capture_output=True, timeout=60)
+    with open(root / "prometheus.log", "wb") as log:
+        reaper.spawn([exe, f"--config.file={mon / 'prometheus.yml'}",
+                      f"--storage.tsdb.path={root / 'tsdb'}",
+                      f"--web.listen-address=127.0.0.1:{port}"], cwd=root, stdout=log,
+                     stderr=subprocess.STDOUT)
+        api = f"http://127.0.0.1:{port}/api/v1/query?query="
+
+        def query(q: str) -> list[dict]:
+            with urllib.request.urlopen(api + urllib.parse.quote(q), timeout=10) as resp:
+                doc = orjson.loads(resp.read())
+            assert doc["status"] == "success", (q, doc)
+            return list(doc["data"]["result"])
+
+        def scraped() -> bool:
+            try:
+                rows = query("min(count_over_time(up[1m])) >= 4 and min(up) == 1")
+            except OSError:
+                return False
+            return bool(rows) and len(query("up")) == 3
+
+        poll_until(scraped, 60, 0.5, "Prometheus scraping both nodes and the supervisor")
+        empty = [q for q in dashboard_queries() if not query(q)]
+        conn.close()
+        assert set(empty) <= QUIET, f"dashboard queries with no data: {sorted(set(empty) - QUIET)}"

@@ -130,6 +130,17 @@ def test_a_missing_certificate_stops_the_node_in_one_line(tmp_path: Path) -> Non
     assert len(lines) == 1 and "tls.server.certPath" in lines[0], out.stderr
 
 
+def test_a_self_signed_certificate_is_warned_about_at_start(tmp_path: Path, certs: Path
+                                                           ) -> None:
+    """The CA's own certificate is self-signed: the node serves with it, and says so."""
+    n = NodeProcess(tmp_path / "self", props={
+        "tls.server.mode": "permissive", "tls.server.certPath": str(certs / "ca.pem"),
+        "tls.server.keyPath": str(certs / "ca.key")}).start()
+    warnings = [ln for ln in n.stop().splitlines() if "event=tls_certificate" in ln]
+    # (and, made for two days, that it expires soon)
+    assert any("self-signed" in w for w in warnings) and len(warnings) <= 2, warnings
+
+
 @pytest.mark.java
 def test_the_java_client_reads_routes_over_tls(node: NodeProcess, tmp_path: Path) -> None:
     """mqadmin (the Java client) with -Dtls.enable=true, RocketMQ's default test mode."""

@@ -114,6 +114,7 @@ def registered(deployment: Deployment) -> dict[str, Any]:
 
     with contextlib.suppress(AssertionError):  # the tests report what the nodes show
         poll_until(check, timeout=REGISTER_S, interval=0.5, what="brokers on every node")
+    deployment.start_proxy()
     return last
 
 

@@ -94,6 +94,7 @@ class Deployment:
         self.mode = mode
         self.release = release
         self.proxy: JavaProxy | None = None
+        self.proxy_error = ""  # why the proxy did not start (asserted by its test)
         self.root = root
         self.reaper = reaper
         self.ports: set[int] = set()
@@ -236,18 +237,29 @@ class Deployment:
                                       CLUSTER, broker_id, free_broker_port(self.ports),
                                       heap="384m", settings=settings, release=self.release)
         self.brokers = brokers
-        peers: list[JavaBroker | JavaProxy] = list(brokers.values())
-        if self.release == RELEASE_5:
-            self.proxy = JavaProxy(self.root / "proxy", self.namesrv, CLUSTER, self._port(),
-                                   self._port(), heap="384m")
-            peers.append(self.proxy)
-        with ThreadPoolExecutor(len(peers)) as pool:
-            started = [pool.submit(p.start) for p in peers]
-        for p in peers:
-            if p.proc is not None:
-                self.reaper.track_pgid(p.proc.pid)
+        with ThreadPoolExecutor(len(brokers)) as pool:
+            started = [pool.submit(b.start) for b in brokers.values()]
+        for b in brokers.values():
+            if b.proc is not None:
+                self.reaper.track_pgid(b.proc.pid)
         for f in started:
             f.result()
+
+    def start_proxy(self) -> None:
+        """5.x: the proxy in cluster mode. Once the brokers are registered: at start it
+        creates its system topics on the cluster's brokers, found through the nodes."""
+        if self.release != RELEASE_5:
+            return
+        proxy = JavaProxy(self.root / "proxy", self.namesrv, CLUSTER, self._port(), self._port(),
+                          heap="384m")
+        try:
+            proxy.start()
+        except AssertionError as exc:
+            self.proxy_error = str(exc)
+            return
+        if proxy.proc is not None:
+            self.reaper.track_pgid(proxy.proc.pid)
+        self.proxy = proxy
 
     def stop_brokers(self) -> None:
         for b in self.brokers.values():

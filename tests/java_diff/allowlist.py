@@ -20,7 +20,8 @@ JAVA_EXCEPTION = re.compile(r"^[a-z][\w.]*\.\w*(Exception|Error)\b")
 OUR_EXCEPTION = re.compile(r"^[A-Z]\w*(: .*)?$", re.S)
 FIVE_X_CODES = frozenset({RequestCode.REGISTER_TOPIC_IN_NAMESRV,
                           RequestCode.GET_BROKER_MEMBER_GROUP, RequestCode.BROKER_HEARTBEAT})
-JAVA_CODES = frozenset(RequestCode) - FIVE_X_CODES - {RequestCode.GET_NODE_SNAPSHOT}
+PYNAMESRV_CODES = frozenset({RequestCode.GET_NODE_SNAPSHOT, RequestCode.GET_NODE_DIGEST})
+JAVA_CODES = frozenset(RequestCode) - FIVE_X_CODES - PYNAMESRV_CODES
 
 
 @dataclass(frozen=True)

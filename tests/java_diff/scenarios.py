@@ -340,7 +340,7 @@ def request_codes(p: str, st: SerializeType) -> list[Step]:
 # the pynamesrv extension
 _NO_BARE_CODES = frozenset({RQ.REGISTER_TOPIC_IN_NAMESRV, RQ.GET_BROKER_MEMBER_GROUP,
                             RQ.BROKER_HEARTBEAT, RQ.GET_NAMESRV_CONFIG,
-                            RQ.UPDATE_NAMESRV_CONFIG, RQ.GET_NODE_SNAPSHOT})
+                            RQ.UPDATE_NAMESRV_CONFIG, RQ.GET_NODE_SNAPSHOT, RQ.GET_NODE_DIGEST})
 
 
 def ten_thousand_topics(p: str, st: SerializeType) -> list[Step]:

@@ -236,6 +236,20 @@ def test_reads_too(acl_file: Path, clock: Clock) -> None:
     assert guard.check(cmd(RQ.UPDATE_NAMESRV_CONFIG), PEER) is not None
 
 
+def test_strict_signature(acl_file: Path, clock: Clock) -> None:
+    guard = AclGuard(acl_file, clock=clock, strict=True)
+    put = cmd(RQ.PUT_KV_CONFIG, {"namespace": "ab", "key": "cd", "value": "v"})
+    plain = acl.sign(put, ADMIN)  # what stock RocketMQ clients send: refused
+    assert "check StrictSignature failed" in (guard.check(plain, PEER) or "")
+    strict = acl.Credentials(ADMIN.access_key, ADMIN.secret_key, strict=True)
+    signed = acl.sign(put, strict)
+    assert guard.check(signed, PEER) is None
+    assert signed.ext_fields is not None
+    recut = cmd(RQ.PUT_KV_CONFIG, {**signed.ext_fields, "namespace": "dab", "key": "c"})
+    assert AclGuard(acl_file, clock=clock).check(recut, PEER) is None  # RocketMQ's check
+    assert guard.check(recut, PEER) is not None
+
+
 # ------------------------------------------------------------ reload
 
 def test_reload_at_most_once_a_second(acl_file: Path, clock: Clock) -> None:

@@ -153,3 +153,40 @@ def test_tool_credentials_from_options_or_environment(monkeypatch: pytest.Monkey
     monkeypatch.setenv(SECRET_KEY_ENV, "envSecret")
     assert credentials_from_args(parser.parse_args([])) == acl.Credentials("envKey1", "envSecret")
     assert credentials_from_args(given) == acl.Credentials("ak12345", "sk12345")  # options win
+
+
+def _kv(code: int, ns: str, key: str) -> RemotingCommand:
+    return RemotingCommand(code=code, ext_fields={"namespace": ns, "key": key, "value": "v"})
+
+
+def test_rocketmqs_signature_can_be_altered_the_strict_one_cannot() -> None:
+    strict = acl.Credentials("AK123456", "SK123456", strict=True)
+    signed = acl.sign(_kv(100, "ab", "cd"), strict)
+    ext = dict(signed.ext_fields or {})
+    recut = replace(signed, ext_fields={**ext, "namespace": "dab", "key": "c"})
+    recoded = replace(signed, code=102)  # the PUT sent as a DELETE
+    for altered in (recut, recoded):
+        assert acl.signature_valid(altered, "SK123456")  # RocketMQ's: still valid
+        assert not acl.strict_signature_valid(altered, "SK123456")
+    assert acl.signature_valid(signed, "SK123456")
+    assert acl.strict_signature_valid(signed, "SK123456")
+    assert not acl.strict_signature_valid(signed, "SK123457")
+    plain = acl.sign(_kv(100, "ab", "cd"), acl.Credentials("AK123456", "SK123456"))
+    assert acl.STRICT_SIGNATURE not in (plain.ext_fields or {})  # as RocketMQ signs
+    assert not acl.strict_signature_valid(plain, "SK123456")
+
+
+def test_strict_content_is_unambiguous() -> None:
+    assert acl.strict_content(100, {"key": "cd", "namespace": "ab", acl.SIGNATURE: "x"},
+                              b"BODY") == b"100;3:key2:cd9:namespace2:ab4:BODY"
+    assert acl.strict_content(100, {"key": "c", "namespace": "dab"}, None) != \
+        acl.strict_content(100, {"key": "cd", "namespace": "ab"}, None)
+
+
+def test_strict_signature_option_of_the_tools() -> None:
+    parser = argparse.ArgumentParser()
+    add_credential_args(parser)
+    args = parser.parse_args(["--access-key", "AK123456", "--secret-key", "SK123456",
+                              "--strict-signature"])
+    creds = credentials_from_args(args)
+    assert creds is not None and creds.strict

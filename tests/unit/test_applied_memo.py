@@ -63,3 +63,13 @@ def test_the_memo_keeps_a_stamp_not_the_stored_records(store: Store) -> None:
         stamp = t.get_raw(APPLIED_STAMP, "b")
     assert stamp is not None and len(stamp) == applied_records.STAMP_BYTES
     assert applied_records._APPLIED_MEMO["b"].stamp == stamp
+
+
+def test_a_broker_that_leaves_is_forgotten_by_the_memo(store: Store) -> None:
+    with store.write() as t:
+        route.register_broker(t, "C", "gone:1", "gone", 0, None, DV1,
+                              route.TopicTable(lambda: {"T": (6, 4, 0, 4)}), None, "0.1.1", 0)
+    assert "gone" in applied_records._APPLIED_MEMO
+    with store.write() as t:
+        route.unregister_broker(t, "C", "gone:1", "gone", 0)
+    assert "gone" not in applied_records._APPLIED_MEMO

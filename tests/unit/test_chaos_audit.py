@@ -86,7 +86,7 @@ def test_audit_input_refuses_a_used_directory(audit_dir: Path) -> None:
 
 
 class FakeSnapshots:
-    """Answers ``get_snapshot``: n1 always, n2 once and then not; stops the observer after
+    """Answers ``read_node``: n1 always, n2 once and then not; stops the observer after
     ``calls`` requests. Each node's thread calls it (one lock for the counts)."""
 
     def __init__(self, workload: Workload, calls: int) -> None:
@@ -95,7 +95,8 @@ class FakeSnapshots:
         self.calls: list[str] = []
         self.lock = threading.Lock()
 
-    def get_snapshot(self, addr: str) -> dict[str, Any]:
+    def read_node(self, node: str) -> dict[str, Any]:
+        addr = NODES[node]
         with self.lock:
             self.calls.append(addr)
             self.left -= 1
@@ -123,7 +124,7 @@ def test_observer_writes_each_round_and_records_history(workload: Workload,
                                                         audit_dir: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeSnapshots(workload, calls=6)
-    monkeypatch.setattr(workload, "_client", lambda addrs: fake)
+    monkeypatch.setattr(workload, "_node_reader", lambda node, addr: fake)
     workload._observer()
     assert workload.audit is not None
     workload.audit.close(None)

@@ -16,8 +16,10 @@ def frame(code: int, stype: SerializeType = SerializeType.JSON) -> bytes:
     return encode_command(cmd)[4:]
 
 
-def make(window: int = 4, max_pending: int = 100) -> Dispatcher:
-    return Dispatcher(window, max_pending, stopped_after=3.0, hung_after=30.0, forget_after=600.0)
+def make(window: int = 4, max_pending: int = 100, cost_window: int = 10**9,
+         write_window: int = 10**9) -> Dispatcher:
+    return Dispatcher(window, max_pending, stopped_after=3.0, hung_after=30.0, forget_after=600.0,
+                      cost_window=cost_window, write_window=write_window)
 
 
 def stopped(_pid: int) -> bool:
@@ -34,10 +36,16 @@ def test_route_reads_are_recognised_in_both_header_types() -> None:
     assert not is_route_read(frame(103, SerializeType.ROCKETMQ))
 
 
-def test_full_queue_refuses() -> None:
-    d = make(max_pending=2)
-    assert d.submit(b"c", frame(105)) and d.submit(b"c", frame(103))
-    assert not d.submit(b"c", frame(105))
+def test_a_full_queue_refuses_the_newest_request_of_the_busiest_connection() -> None:
+    d = make(max_pending=3)
+    for _ in range(2):
+        assert d.submit(b"hog", frame(206), address="10.0.0.1") is None
+    assert d.submit(b"calm", frame(101), address="10.0.0.2") is None
+    mine = frame(206)
+    refused = d.submit(b"hog", mine, "t", address="10.0.0.1")
+    assert refused == (b"hog", mine, "t", 206)  # the busiest connection's own request
+    assert d.submit(b"calm", frame(101), address="10.0.0.2") is not None  # room made ...
+    assert sorted(c for c, _, _, _ in d.queued()) == [b"calm", b"calm", b"hog"]  # ... by hog
 
 
 def test_writes_never_go_to_read_only_workers() -> None:
@@ -161,7 +169,7 @@ def test_an_exited_worker_is_dropped_and_its_late_messages_ignored() -> None:
     d.batches()
     assert [conn for conn, _ in d.drop(peer, now=1.0)] == [b"c1"]
     assert d.seen(b"w", 1.1) == (None, False)  # a reply queued before it died
-    assert d.submit(b"c2", frame(103)) and d.batches() == []
+    assert d.submit(b"c2", frame(103)) is None and d.batches() == []
     d.expire(1.0 + 601, stopped=running)
     assert b"w" not in d.peers
 
@@ -174,7 +182,7 @@ def test_a_closed_connection_loses_only_its_queued_requests() -> None:
         d.submit(conn, frame(105))
     [(_, first)] = d.batches()  # one in flight, the rest queued
     assert d.discard(b"a") == 4 - sum(1 for c, _ in first if c == b"a")
-    assert {c for c, _, _ in [*d.reads, *d.others]} == {b"b"}
+    assert {c for c, _, _, _ in d.queued()} == {b"b"}
 
 
 class Owner:
@@ -199,7 +207,7 @@ class Owner:
 def owned(window: int = 4) -> tuple[Dispatcher, Owner]:
     owner = Owner()
     return Dispatcher(window, 100, stopped_after=3.0, hung_after=30.0, forget_after=600.0,
-                      owner=owner), owner
+                      owner=owner, cost_window=10**9), owner
 
 
 def big(owner: Owner, at: int) -> memoryview:
@@ -210,7 +218,7 @@ def test_an_owned_frame_in_flight_is_kept_whole_and_released_with_its_reply() ->
     d, owner = owned()
     peer, _ = d.seen(b"w", 0.0, LANE_ALL)
     assert peer is not None
-    d.submit(b"c", big(owner, 0), "t1", is_read=False)
+    d.submit(b"c", big(owner, 0), "t1", code=103)
     d.submit(b"c", frame(103), "t2")
     d.batches()
     assert peer.inflight[0][1] is not None and len(peer.inflight[0][1]) > KEEP_WHOLE_BYTES
@@ -223,7 +231,7 @@ def test_an_owned_frame_of_a_failed_worker_waits_for_its_stale_reply() -> None:
     peer, _ = d.seen(b"w", 0.0, LANE_ALL)
     assert peer is not None
     d.submit(b"c", frame(103))
-    d.submit(b"c", big(owner, 0), is_read=False)
+    d.submit(b"c", big(owner, 0), code=103)
     d.batches()
     lost = d.fail(peer)
     assert len(lost) == 2 and owner.released == []  # still readable: the caller answers it
@@ -237,7 +245,7 @@ def test_owned_frames_are_released_when_their_worker_exits_never_while_it_may_re
     d, owner = owned()
     for ident in (b"a", b"b"):
         d.seen(ident, 0.0, LANE_ALL)
-        d.submit(b"c", big(owner, 0), is_read=False)
+        d.submit(b"c", big(owner, 0), code=103)
         d.batches()
     a, b = d.peers[b"a"], d.peers[b"b"]
     d.drop(a, 1.0)
@@ -250,7 +258,140 @@ def test_owned_frames_are_released_when_their_worker_exits_never_while_it_may_re
 
 def test_queued_owned_frames_of_a_closed_connection_are_released() -> None:
     d, owner = owned()
-    d.submit(b"gone", big(owner, 0), is_read=False)
-    d.submit(b"kept", big(owner, 4096), is_read=False)
+    d.submit(b"gone", big(owner, 0), code=103)
+    d.submit(b"kept", big(owner, 4096), code=103)
     assert d.discard(b"gone") == 1 and len(owner.released) == 1
-    assert [conn for conn, _, _ in d.others] == [b"kept"]
+    assert [conn for conn, _, _, _ in d.queued()] == [b"kept"]
+
+
+def test_a_worker_holds_at_most_the_cost_window_of_expected_reads() -> None:
+    d = make(window=256, cost_window=20_000)
+    peer, _ = d.seen(b"r", 0.0, LANE_READ)
+    assert peer is not None
+    for _ in range(5):
+        d.submit(b"hog", frame(206))  # priced HEAVY_PRIOR_US until measured: one at a time
+    for _ in range(3):
+        d.submit(b"calm", frame(101))
+    [(_, batch)] = d.batches()
+    assert [c for c, _ in batch] == [b"hog"]
+    assert d.batches() == []  # full: nothing more until a reply
+    d.finish(peer, took_us=2_000)  # measured: later 206 requests are priced lower
+    assert d.prices.cost(206, 0) < 20_000
+    [(_, batch)] = d.batches()  # the next hog request, priced when queued, waits its turn
+    assert [c for c, _ in batch] == [b"calm"] * 3
+    d.completed(peer), d.completed(peer), d.completed(peer)
+    [(_, batch)] = d.batches()
+    assert [c for c, _ in batch] == [b"hog"]
+
+
+def test_a_write_worker_holds_the_larger_write_window() -> None:
+    d = make(window=256, cost_window=20_000, write_window=100_000)
+    writer, _ = d.seen(b"w", 0.0, LANE_ALL)
+    d.seen(b"r", 0.0, LANE_READ)
+    assert writer is not None
+    for _ in range(10):
+        d.submit(b"broker", frame(103))  # priced HEAVY_PRIOR_US (20 ms) each until measured
+    [(_, batch)] = [(p, b) for p, b in d.batches() if p is writer]
+    assert len(batch) == 5 and writer.cost == 100_000
+
+
+def test_broker_liveness_goes_before_other_requests_already_queued() -> None:
+    d = make(window=1)
+    peer, _ = d.seen(b"w", 0.0, LANE_ALL)
+    assert peer is not None
+    for _ in range(10):
+        d.submit(b"admin", frame(100))
+    d.batches()
+    d.submit(b"broker", frame(904))
+    d.completed(peer)
+    [(_, [(conn, sent)])] = d.batches()
+    assert conn == b"broker" and sent == frame(904)
+
+
+def test_other_requests_keep_a_share_under_a_storm_of_broker_requests() -> None:
+    d = make(window=1)
+    peer, _ = d.seen(b"w", 0.0, LANE_ALL)
+    assert peer is not None
+    for _ in range(50):
+        d.submit(b"brokers", frame(904))
+    for _ in range(5):
+        d.submit(b"admin", frame(100))  # PUT_KV_CONFIG: a write, in the brokers' lane
+    served = []
+    for _ in range(20):
+        [(_, [(conn, _)])] = d.batches()
+        served.append(conn)
+        d.completed(peer)
+    assert 3 <= served.count(b"admin") <= 5, served
+
+
+def test_a_connection_whose_replies_cannot_be_written_gets_nothing_run() -> None:
+    d = make()
+    d.seen(b"w", 0.0, LANE_ALL)
+    d.park(b"stuck", "h")
+    d.submit(b"stuck", frame(206), address="h")
+    assert d.batches() == [] and d.pending == 1
+    d.unpark(b"stuck")
+    [(_, [(conn, _)])] = d.batches()
+    assert conn == b"stuck"
+
+
+def test_reads_never_queue_on_a_worker_taking_writes_while_a_read_worker_lives() -> None:
+    d = make(window=256, cost_window=20_000)
+    writer, _ = d.seen(b"w", 0.0, LANE_ALL)
+    reader, _ = d.seen(b"r", 0.0, LANE_READ)
+    assert writer is not None and reader is not None
+    for _ in range(50):
+        d.submit(b"hog", frame(206))  # heavy reads: one at a time, on the read worker only
+    d.submit(b"broker", frame(904))
+    assigned = {peer.ident: [c for c, _ in batch] for peer, batch in d.batches()}
+    assert assigned == {b"w": [b"broker"], b"r": [b"hog"]}
+    d.completed(writer)
+    d.submit(b"client", frame(105))  # a route lookup may use the idle writer
+    assigned = {peer.ident: [c for c, _ in batch] for peer, batch in d.batches()}
+    assert assigned == {b"w": [b"client"]}
+
+
+def test_with_no_read_worker_reads_and_writes_take_turns_on_the_writers() -> None:
+    d = make(window=1)
+    peer, _ = d.seen(b"w", 0.0, LANE_ALL)
+    assert peer is not None
+    for _ in range(20):
+        d.submit(b"hog", frame(101))  # priced as a heartbeat: equal turns are equal counts
+        d.submit(b"broker", frame(904))
+    served = []
+    for _ in range(10):
+        [(_, [(conn, _)])] = d.batches()
+        served.append(conn)
+        d.completed(peer)
+    assert served.count(b"broker") == 5, served
+
+
+def test_work_of_a_connection_that_reads_nothing_does_not_keep_a_drain_waiting() -> None:
+    d = make()
+    d.park(b"stuck", "h")
+    d.submit(b"stuck", frame(101), address="h")
+    assert d.idle() and d.pending == 1
+    d.unpark(b"stuck")
+    assert not d.idle()
+
+
+def test_other_writes_wait_for_no_deep_registration_queue_and_are_not_starved() -> None:
+    d = make(window=256, cost_window=10_000, write_window=100_000)
+    writer, _ = d.seen(b"w", 0.0, LANE_ALL)
+    d.seen(b"r", 0.0, LANE_READ)
+    assert writer is not None
+    for _ in range(20):
+        d.submit(b"broker", frame(103))  # 20 ms each until measured: five fill the writer
+    d.batches()
+    assert writer.cost == 100_000
+    d.submit(b"admin", frame(100))
+    replies = 0
+    while replies < 10:
+        d.completed(writer)
+        replies += 1
+        before = writer.cost
+        sent = [c for p, b in d.batches() if p is writer for c, _ in b]
+        if b"admin" in sent:
+            break
+    # sent once the writer held no more than 10 ms, and within a few replies
+    assert b"admin" in sent and before + 100 <= 10_000 and replies <= 6, (sent, before)

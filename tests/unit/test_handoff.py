@@ -90,7 +90,7 @@ def test_a_connection_with_a_request_in_flight_is_kept(big: bytes) -> None:
     reads(conn, big[:5000], 7000)
     assert sender.sent == [] and not transport.aborted
     reads(conn, big[5000:], 7000)
-    assert [f for _, f, _ in hub.lanes.others] == [big[4:]]  # read here, whole
+    assert [f for _, f, _, _ in hub.lanes.brokers] == [big[4:]]  # read here, whole
 
 
 def test_a_small_frame_before_it_in_the_same_read_keeps_it_here(big: bytes) -> None:
@@ -105,7 +105,7 @@ def test_a_refused_hand_off_loses_nothing(big: bytes) -> None:
     hub, conn, transport = plain(sender)
     reads(conn, big, 7000)
     assert not transport.aborted and not conn.handed_off
-    assert [f for _, f, _ in hub.lanes.others] == [big[4:]]
+    assert [f for _, f, _, _ in hub.lanes.brokers] == [big[4:]]
 
 
 def test_the_receiving_side_starts_from_the_bytes_handed_over(big: bytes) -> None:
@@ -115,7 +115,7 @@ def test_the_receiving_side_starts_from_the_bytes_handed_over(big: bytes) -> Non
     assert conn.reader.collecting() == (len(big) - 4, 4996)
     assert "connections_opened" not in hub.m.counters  # counted where it came in
     reads(conn, big[5000:], 7000)
-    assert [f for _, f, _ in hub.lanes.others] == [big[4:]]
+    assert [f for _, f, _, _ in hub.lanes.brokers] == [big[4:]]
 
 
 def test_a_socket_and_its_bytes_travel_to_the_receiver(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from cluster.core.protocol.codes import ResponseCode, SerializeType
@@ -14,7 +15,8 @@ from worker.route_replies import RouteReplies, header_key
 
 CFG = IoConfig(index=0, parent=0, host="127.0.0.1", port=0, run="", store_path="",
                frame_max=1 << 20, header_max=1 << 16, max_connections=10,
-               max_connections_per_address=10, pending_max=1 << 20, frame_timeout_s=10.0,
+               max_connections_per_address=10, pending_max=1 << 20,
+               requests_max=1000, frame_timeout_s=10.0,
                write_timeout_s=10.0, tls_mode="disabled", tls_cert="", tls_key="",
                tls_client_auth="", tls_trust="", idle_timeout_s=60.0, max_pending=100,
                window=8, drain_ms=0, dialect="4.9.8")  # binary requests, binary replies
@@ -88,7 +90,7 @@ def test_a_chunk_of_hits_is_one_write_counted_by_result() -> None:
         reply(7, ResponseCode.SUCCESS), reply(8, ResponseCode.TOPIC_NOT_EXIST),
         reply(9, ResponseCode.SUCCESS, SerializeType.ROCKETMQ),
         reply(123456, ResponseCode.SUCCESS)))]
-    assert hub.m.requests == {(105, 0): 3, (105, 17): 1}
+    assert hub.m.requests == {(105, 0, "client"): 3, (105, 17, "client"): 1}
     assert hub.m.counters["route_template_hits"] == 4
     assert sum(hub.m.latency[105].counts) == 4
 
@@ -96,7 +98,7 @@ def test_a_chunk_of_hits_is_one_write_counted_by_result() -> None:
 def test_only_unusual_results_are_counted_alone() -> None:
     hub, conn, transport = connection([b"1"])
     conn.data_received(request("B", 5))
-    assert hub.m.requests == {(105, 17): 1}
+    assert hub.m.requests == {(105, 17, "client"): 1}
 
 
 def test_a_new_generation_is_seen_by_the_next_chunk() -> None:
@@ -107,3 +109,32 @@ def test_a_new_generation_is_seen_by_the_next_chunk() -> None:
     assert transport.writes == [] and hub.lanes.pending == 1
     assert hub.m.counters.get("route_template_hits") is None
     assert hub.m.counters["route_template_misses"] == 1
+
+
+class PausingTransport(Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused = False
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+
+def test_reading_stops_past_the_requests_a_connection_may_have_unanswered() -> None:
+    hub = Hub(dataclasses.replace(CFG, requests_max=10, max_pending=1000), Loop(), None,
+              RouteReplies(lambda: b"1"))  # type: ignore[arg-type]
+    conn, transport = Connection(hub), PausingTransport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    kv = encode_command(RemotingCommand(code=101, opaque=1, ext_fields={"namespace": "n"}))
+    conn.data_received(kv * 10)
+    assert not transport.paused and conn.outstanding == 10
+    conn.data_received(kv)
+    assert transport.paused  # the eleventh: the node reads no more from it ...
+    for _ in range(5):
+        hub._settled(conn.conn_id, len(kv) - 4)
+    assert transport.paused
+    hub._settled(conn.conn_id, len(kv) - 4)
+    assert not transport.paused and conn.outstanding == 5  # ... until half are answered

@@ -93,7 +93,7 @@ def test_a_large_frame_between_small_ones_keeps_its_place(big: bytes) -> None:
     other = encode_command(RemotingCommand(code=206, opaque=9))  # GET_ALL_TOPIC_LIST
     reads(conn, request("A", 7) + big + other, 65536)
     assert len(transport.writes) == 1  # the route lookup, answered from its template
-    queued = [frame for _, frame, _ in hub.lanes.others]
+    queued = [frame for _, frame, _, _ in [*hub.lanes.brokers, *hub.lanes.reads]]
     assert [type(f) for f in queued] == [memoryview, bytes]
     assert queued[0] == big[4:] and queued[1] == other[4:]
     # the message it was read into is the batch of one pack_pairs would make
@@ -107,7 +107,7 @@ def test_a_large_frame_in_progress_is_partial(big: bytes) -> None:
     assert conn.partial_since is not None
     reads(conn, big[len(big) // 2 :], 65536)
     assert conn.partial_since is None
-    assert [f for _, f, _ in hub.lanes.others] == [big[4:]]
+    assert [f for _, f, _, _ in hub.lanes.queued()] == [big[4:]]
 
 
 class Router:
@@ -172,7 +172,7 @@ class Pool:
             if self.router.poll(50):
                 _, message = self.router.recv_multipart()
                 if message.startswith(wire.REPLIES):
-                    out += wire.unpack_pairs(message[1:])
+                    out += wire.unpack_replies(message[1:])[0]
         return out
 
     def close(self) -> None:
@@ -215,7 +215,7 @@ def test_the_business_worker_reads_a_large_frame_in_shared_memory(tmp_path: Path
         hub.router = router  # type: ignore[assignment]
         hub._schedule_read = lambda: None  # type: ignore[method-assign]
         reads(conn, big, 65536)  # read by the I/O worker's connection, as on a socket
-        [(_, frame, _)] = hub.lanes.others
+        [(_, frame, _, _)] = hub.lanes.queued()
         assert arena.owns(frame) and frame == big[4:]
         peer, _ = hub.lanes.seen(pool.ident, 0.0, wire.LANE_ALL, 0)
         assert peer is not None

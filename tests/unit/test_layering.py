@@ -23,6 +23,8 @@ ALLOWED: dict[str, set[str]] = {
                       "cluster.bench"},
     "cluster/chaos": {"cluster.core", "cluster.client", "cluster.audit", "cluster.chaos",
                       "supervisor.control_client"},
+    "cluster/addr": {"cluster.core", "cluster.client", "cluster.audit", "cluster.addr",
+                     "supervisor.control_client"},
     "cluster/cli": {"cluster", "supervisor.cli"},
 }
 

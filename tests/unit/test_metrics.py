@@ -16,6 +16,7 @@ from worker.metrics import (
     Histogram,
     WorkerMetrics,
     frame_code,
+    origin_of,
     parse_snapshot,
     reply_code,
 )
@@ -42,7 +43,7 @@ def scrape(book: MetricsBook, restarts: dict[str, int] | None = None) -> dict[st
             for f in text_string_to_metric_families(text) for s in f.samples}
 
 
-REQ = "pynamesrv_requests_total[('code', '105'), ('result', '0')]"
+REQ = "pynamesrv_requests_total[('code', '105'), ('origin', 'client'), ('result', '0')]"
 HITS = "pynamesrv_route_template_hits_total[]"
 
 
@@ -123,7 +124,7 @@ def test_codes_beyond_the_cap_count_as_other() -> None:
     for code in range(MAX_CODES + 5):
         m.request(code, 0)
         m.observe(code, 0.001)
-    assert len(m.requests) == MAX_CODES + 1 and m.requests[(OTHER, 0)] == 5
+    assert len(m.requests) == MAX_CODES + 1 and m.requests[(OTHER, 0, "client")] == 5
     assert len(m.latency) == MAX_CODES + 1 and sum(m.latency[OTHER].counts) == 5
 
 
@@ -146,3 +147,25 @@ def test_snapshot_is_one_frame_of_its_kind() -> None:
     assert msg[:1] == wire.METRICS
     assert parse_snapshot(b"ready io 0 5") is None
     assert parse_snapshot(wire.METRICS + b"not json") is None
+
+
+def test_monitoring_requests_are_counted_apart_and_the_build_is_named() -> None:
+    def cmd(ext: dict[str, str] | None) -> RemotingCommand:
+        return RemotingCommand(code=319, opaque=1, ext_fields=ext)
+
+    assert origin_of(cmd(None)) == "client"
+    assert origin_of(cmd({"pynamesrvOrigin": "probe"})) == "probe"
+    assert origin_of(cmd({"pynamesrvOrigin": "status"})) == "status"
+    assert origin_of(cmd({"pynamesrvOrigin": "anything-else"})) == "client"
+    m = WorkerMetrics("business", 0, 11)
+    m.request(319, 0, 5, origin="probe")
+    m.request(319, 0, 2)
+    book = MetricsBook()
+    doc = parse_snapshot(m.snapshot())
+    assert doc is not None
+    book.update(doc)
+    out = scrape(book)
+    key = "pynamesrv_requests_total[('code', '319'), ('origin', '{}'), ('result', '0')]"
+    assert (out[key.format("probe")], out[key.format("client")]) == (5, 2)
+    build = [k for k in out if k.startswith("pynamesrv_build_info[")]
+    assert len(build) == 1 and "('rocketmq', '4.9.8')" in build[0] and out[build[0]] == 1

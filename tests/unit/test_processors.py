@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import errno
+import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
+from cluster.core.javaorder import string_hash
 from cluster.core.protocol import body_common, register_body
 from cluster.core.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
@@ -15,7 +20,10 @@ from cluster.core.protocol.dialect import Dialect
 from cluster.core.protocol.lenient import loads_lenient
 from state import nsconfig, queries
 from state.store import Store
+from worker import failures
+from worker.acl import AclGuard
 from worker.context import NodeContext
+from worker.limits import PeerEvents
 from worker.processors import HANDLERS, REFUSAL_CODES, UNIT_LISTS, handle, on_channel_destroy
 
 C = "DefaultCluster"
@@ -322,6 +330,30 @@ def test_handler_exception_is_system_error(ctx: NodeContext) -> None:
     assert reply.code == RC.SYSTEM_ERROR and reply.remark.startswith("ValueError: ")  # type: ignore[union-attr]
 
 
+def test_a_write_failing_on_a_full_disk_is_answered_and_logged_once(
+        store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    ctx = make_ctx(store, kv_path=str(tmp_path / "kv.json"))
+    monkeypatch.setattr(failures, "WRITE_FAILURES", PeerEvents(
+        "write_failed", "error", logging.getLogger("pynamesrv.business"), who="file"))
+
+    def full(fd: int, data: Any) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full)
+    caplog.set_level(logging.WARNING, "pynamesrv.business")
+    for _ in range(5):
+        reply = call(ctx, request(100, {"namespace": "ns", "key": "k", "value": "v"}))
+        assert reply.code == RC.SYSTEM_ERROR
+        remark = reply.remark or ""
+        assert "No space left on device" in remark and "kv.json" in remark
+    monkeypatch.undo()
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "event=write_failed error=ENOSPC file=" in lines[0], lines
+    assert not (tmp_path / "kv.json.tmp").exists()
+    assert call(ctx, request(101, {"namespace": "ns", "key": "k"})).code == RC.QUERY_NOT_FOUND
+
+
 def test_snapshot(ctx: NodeContext) -> None:
     call(ctx, register_request("a", "a:1", {"T": 4}))
     first = body_json(call(ctx, request(60001)))
@@ -337,7 +369,7 @@ def test_snapshot(ctx: NodeContext) -> None:
 
 def test_every_reference_code_has_a_handler() -> None:
     codes = {100, 101, 102, 103, 104, 105, 106, 205, 206, 216, 217, 219, 224, 304, 311, 312,
-             313, 318, 319, 322, 327, 901, 904, 60001}
+             313, 318, 319, 322, 327, 901, 904, 60001, 60002}
     assert codes == set(HANDLERS)
 
 
@@ -350,3 +382,45 @@ def test_connections_closed_together_are_cleaned_in_one_write(ctx: NodeContext) 
     data = body_json(call(ctx, route_request("T")))
     assert [b["brokerName"] for b in data["brokerDatas"]] == ["b1"]
     assert ctx.store.generation_token() == str(int(generation or b"0") + 1).encode()
+
+
+def test_whole_table_replies_are_kept_until_the_tables_change(ctx: NodeContext) -> None:
+    call(ctx, register_request("b", "m:1", {"T": 4}))
+    call(ctx, request(100, {"namespace": "ns", "key": "k", "value": "v"}))
+    asks = [request(206), request(224, {"cluster": C}), request(219, {"namespace": "ns"}),
+            request(106)]
+    first = [call(ctx, cmd).body for cmd in asks]
+    assert [call(ctx, cmd).body for cmd in asks] == first
+    assert all(b is not None for b in first) and len(ctx.route_cache.bodies) >= 4
+    call(ctx, register_request("c", "c:1", {"U": 4}), "0.1.2")
+    call(ctx, request(100, {"namespace": "ns", "key": "k2", "value": "v2"}))
+    assert set(body_json(call(ctx, asks[0]))["topicList"]) == {"T", "U"}
+    assert set(body_json(call(ctx, asks[1]))["topicList"]) == {"T", "U"}
+    assert body_json(call(ctx, asks[2])) == {"table": {"k": "v", "k2": "v2"}}
+    assert set(body_json(call(ctx, asks[3]))["brokerAddrTable"]) == {"b", "c"}
+
+
+def test_java_string_hashes() -> None:
+    assert string_hash("hello") == 99162322
+    assert string_hash("polygenelubricants") == -(2**31)
+    assert string_hash("") == 0
+    assert string_hash("\u00e9\u20ac") == 0xE9 * 31 + 0x20AC
+    assert string_hash("\U0001f600") == 0xD83D * 31 + 0xDE00  # two UTF-16 code units
+
+
+def test_with_acl_a_closed_connection_removes_only_what_it_registered(
+        ctx: NodeContext, tmp_path: Path) -> None:
+    """The peer-address fallback (a connection from a broker's own address that registered
+    nothing) needs what a registration needs: with ACL on, a global white list entry."""
+    call(ctx, register_request("a", "10.0.0.7:10911", {"T": 4}), "0.5.1")
+    accounts = tmp_path / "plain_acl.yml"
+    accounts.write_text("accounts:\n  - {accessKey: brokerKey1, secretKey: brokerSecret1}\n")
+    ctx.acl = AclGuard(accounts)
+    on_channel_destroy(ctx, [("0.5.9@10.0.0.7:10911", "10.0.0.7:10911")])
+    ctx.acl = None
+    assert call(ctx, route_request("T")).code == RC.SUCCESS  # still there
+    accounts.write_text("globalWhiteRemoteAddresses: [10.0.0.*]\n")
+    ctx.acl = AclGuard(accounts)
+    on_channel_destroy(ctx, [("0.5.9@10.0.0.7:10911", "10.0.0.7:10911")])
+    ctx.acl = None
+    assert call(ctx, route_request("T")).code == RC.TOPIC_NOT_EXIST

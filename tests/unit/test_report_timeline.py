@@ -28,8 +28,14 @@ def test_lanes_name_the_pause_and_list_the_keys_of_a_divergence() -> None:
     assert "broker broker-<a>: missing (3.0s)" in kinds["diverging"].tip
     assert (tl.t0, tl.t1) == (T0, at(30))
     late = audit_doc()
-    late["verdict"]["bound_ms"] = 20_000
-    assert from_audit(late).t1 == at(36), "the range reaches the bound mark (16 s + 20 s)"
+    late["verdict"]["bound_ms"] = 155_000
+    scaled = from_audit(late)
+    assert scaled.t1 == at(30), "the range is the data's, not the bound's (16 s + 155 s)"
+    svg = render(scaled)
+    assert "bound 155.0s ends 141.0s after the last round" in svg
+    assert svg.count("<path") == 1, "an arrow for the bound past the end"
+    inside = render(tl)
+    assert "bound 9.0s</text>" not in inside and ">bound 9.0s<title>" in inside
     assert [m.label for m in tl.marks] == ["faults stopped", "bound 9.0s"]
     assert tl.series["broker"][32] == (at(16), 1) and tl.series["broker"][0] == (T0, 0)
     without = from_audit(audit_doc())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Iterator
@@ -87,7 +88,9 @@ def test_crash_before_rename_leaves_old_file_and_old_table(
         _put(store, path, "ns", "k", "new")
     monkeypatch.undo()
     assert kvconfig.load_file(path) == {"ns": {"k": "old"}}
-    assert Path(path + ".tmp").exists()  # the torn temporary file is ignored on load
+    assert not Path(path + ".tmp").exists()  # a failed write removes its temporary file
+    Path(path + ".tmp").write_text('{"configTable":{"ns":')  # a crash leaves one torn ...
+    assert kvconfig.load_file(path) == {"ns": {"k": "old"}}  # ... which load ignores
     with store.read() as t:
         assert kvconfig.get(t, "ns", "k") == "old"
     _put(store, path, "ns", "k", "new")
@@ -116,3 +119,24 @@ def test_file_is_java_compatible_text(store: Store, tmp_path: Path) -> None:
     _put(store, path, "ORDER_TOPIC_CONFIG", "TopicA", "broker-a:4;broker-b:4")
     assert Path(path).read_text() == \
         '{"configTable":{"ORDER_TOPIC_CONFIG":{"TopicA":"broker-a:4;broker-b:4"}}}'
+
+
+def test_a_full_disk_fails_the_write_names_the_file_and_leaves_no_temporary_file(
+        store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "kv.json")
+    _put(store, path, "ns", "k", "old")
+    real_write = os.write
+
+    def full(fd: int, data: Any) -> int:
+        if len(data) > 20:
+            real_write(fd, bytes(data[:20]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OSError) as failed:
+        _put(store, path, "ns", "k", "x" * 100)
+    monkeypatch.undo()
+    assert failed.value.errno == errno.ENOSPC and failed.value.filename == path
+    assert not Path(path + ".tmp").exists()
+    assert kvconfig.load_file(path) == {"ns": {"k": "old"}}

@@ -220,3 +220,52 @@ def test_backslash_values_round_trip_through_the_file(store: Store, tmp_path: Pa
     assert _update(store, {"extraFileKey": r" C:\dir"}) is None
     props = parse_properties((tmp_path / "namesrv.properties").read_text())
     assert props["extraFileKey"] == r"C:\dir"
+
+
+def test_a_value_over_the_bound_is_refused_and_nothing_is_persisted(store: Store,
+                                                                    tmp_path: Path) -> None:
+    refused = _update(store, {"productEnvName": "A" * (nsconfig.VALUE_MAX_CHARS + 1),
+                              "orderMessageEnable": "true"})
+    assert refused is not None and refused.reason is Refusal.TOO_LARGE
+    assert refused.message == ("Can not update config: the value of 'productEnvName' has "
+                               f"{nsconfig.VALUE_MAX_CHARS + 1} characters, at most "
+                               f"{nsconfig.VALUE_MAX_CHARS}.")
+    with store.read() as t:
+        assert nsconfig.get(t, "productEnvName") == "center"
+        assert nsconfig.get_bool(t, "orderMessageEnable") is False
+    assert not (tmp_path / "namesrv.properties").exists()
+    assert _update(store, {"productEnvName": "A" * nsconfig.VALUE_MAX_CHARS}) is None
+
+
+def test_an_update_growing_the_config_past_its_bound_is_refused(tmp_path: Path) -> None:
+    s = Store.create(str(tmp_path / "lmdb"), 16 << 20)
+    file_keys = {f"extra{i}": "x" for i in range(30)}  # unknown file keys are updatable
+    nsconfig.initialize(s, file_keys, str(tmp_path / "p"), str(tmp_path / "kv.json"))
+    try:
+        big = {k: "B" * nsconfig.VALUE_MAX_CHARS for k in list(file_keys)[:15]}
+        assert _update(s, big) is None  # about 61 KiB
+        refused = _update(s, {"extra20": "C" * nsconfig.VALUE_MAX_CHARS})
+        assert refused is not None and refused.reason is Refusal.TOO_LARGE
+        assert refused.message.endswith(f"bytes, at most {nsconfig.CONFIG_MAX_BYTES}.")
+        with s.read() as t:
+            assert nsconfig.get(t, "extra20") == "x"
+    finally:
+        s.destroy()
+
+
+def test_an_oversized_config_from_an_older_version_loads_and_can_shrink(tmp_path: Path) -> None:
+    huge = "A" * (2 << 20)
+    assert "productEnvName" in (nsconfig.oversized({"productEnvName": huge}) or "")
+    assert nsconfig.oversized({"productEnvName": "center"}) is None
+    s = Store.create(str(tmp_path / "lmdb"), 64 << 20)
+    nsconfig.initialize(s, {"productEnvName": huge}, str(tmp_path / "p"),
+                        str(tmp_path / "kv.json"))
+    try:
+        with s.read() as t:
+            assert nsconfig.get(t, "productEnvName") == huge
+        assert _update(s, {"orderMessageEnable": "true"}) is None  # does not grow it
+        assert _update(s, {"productEnvName": "center"}) is None
+        with s.read() as t:
+            assert nsconfig.config_bytes(nsconfig.all_properties(t)) < nsconfig.CONFIG_MAX_BYTES
+    finally:
+        s.destroy()

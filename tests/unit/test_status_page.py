@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import re
 import socket
 import time
 import urllib.error
@@ -14,15 +16,20 @@ import orjson
 import pytest
 
 from cluster.core.config import load_cluster
+from cluster.core.digest_source import TablesDigest
 from cluster.core.errors import ConfigError
-from supervisor.agreement import compare, counts
-from supervisor.node_snapshot import NotAnswering, fetch_snapshot
+from cluster.core.node_link import NotAnswering
+from supervisor.broker_rows import BrokerBook
 from supervisor.report_finder import latest_reports
 from supervisor.status_board import StatusBoard
-from supervisor.status_gather import Gatherer
+from supervisor.status_gather import Gatherer, remote_source
+from supervisor.status_keys import keys_context, parse_filter
 from supervisor.status_page import StatusPage
-from supervisor.status_view import banner
+from supervisor.status_templates import environment
+from supervisor.status_view import Header, banner, context, difference_rows
 from tests.nodeproc import free_port, poll_until
+
+Q = {"perm": 6, "readQueueNums": 4, "topicSysFlag": 0, "writeQueueNums": 4}
 
 
 def tables(brokers: dict[str, Any], topics: dict[str, Any] | None = None,
@@ -31,24 +38,99 @@ def tables(brokers: dict[str, Any], topics: dict[str, Any] | None = None,
             "kv": kv or {}}
 
 
-A = {"cluster": "C", "brokerAddrs": {"0": "127.0.0.1:10911"}}
-Q = {"broker-a": {"perm": 6, "readQueueNums": 4, "topicSysFlag": 0, "writeQueueNums": 4}}
+A = {"cluster": "C", "brokerAddrs": {"0": "127.0.0.1:10911", "1": "127.0.0.1:10921"}}
 
 
-def test_agreement_names_missing_and_different_entries() -> None:
-    same = tables({"broker-a": A}, {"T": Q}, {"NS": {"k": "v"}})
-    lacking = tables({}, {}, {"NS": {"k": "v"}})
-    other = tables({"broker-a": {**A, "brokerAddrs": {"0": "127.0.0.1:1"}}}, {"T": Q},
-                   {"NS": {"k": "v"}})
-    a = compare({"n1": same, "n2": lacking, "n3": other}, stale=["n2", "gone"])
-    got = [(d.table, d.key, d.present, d.missing, d.differs) for d in a.differences]
-    assert got == [("broker", "broker-a", ("n1", "n3"), ("n2",), False),
-                   ("topic", "T", ("n1", "n3"), ("n2",), False)]
-    assert a.by_table == {"broker": 1, "topic": 1} and a.stale == ("n2",)
-    a2 = compare({"n1": same, "n3": other})
-    assert [(d.key, d.differs) for d in a2.differences] == [("broker-a", True)]
-    assert compare({"n1": same, "n2": dict(same)}).agrees
-    assert compare({"n1": same}).agrees and counts(same).kv == 1
+class Fakes:
+    """In-memory nodes behind the gatherer's sources; a name in ``silent`` does not answer."""
+
+    def __init__(self, per_node: dict[str, dict[str, Any]]) -> None:
+        self.tables = per_node
+        self.silent: set[str] = set()
+
+    def source(self, name: str, host: str, port: int) -> TablesDigest:
+        def read(timeout: float) -> tuple[int, dict[str, Any]]:
+            if name in self.silent:
+                raise NotAnswering(f"no answer within {timeout:g}s")
+            return 1000, self.tables[name]
+        return TablesDigest(name, "tables", read)
+
+
+def _node(name: str, port: int, pid: int = 100, state: str = "running") -> dict[str, Any]:
+    return {"name": name, "host": "127.0.0.1", "port": port, "pid": pid, "pgid": pid,
+            "state": state, "uptime_s": 3.0, "restarts": 0, "last_exit": None}
+
+
+def _gatherer(fakes: Fakes) -> tuple[StatusBoard, Gatherer]:
+    board = StatusBoard()
+    book = BrokerBook(version_of=lambda addr: "V4_9_8" if addr.endswith("10911") else "")
+    return board, Gatherer(board, [], deadline_s=0.3, make_source=fakes.source, brokers=book)
+
+
+def test_banner_never_says_all_agree_while_a_node_is_silent() -> None:
+    same = tables({"broker-a": A}, {"T": {"broker-a": Q}})
+    fakes = Fakes({"n1": same, "n2": copy.deepcopy(same), "n3": copy.deepcopy(same)})
+    board, g = _gatherer(fakes)
+    nodes = [_node("n1", 1), _node("n2", 2), _node("n3", 3)]
+    board.publish_supervisor(time.time(), False, nodes, [])
+    g.gather_once()
+    assert banner(board.read()) == {"cls": "ok", "text": "All 3 nodes agree: 1 broker (2 "
+                                    "addresses, 0 live), 1 topic, 0 KV entries."}
+    fakes.silent.add("n3")
+    board.publish_supervisor(time.time(), False,
+                             [*nodes[:2], _node("n3", 3, state="paused")], [])
+    g.gather_once()
+    b = banner(board.read())
+    assert b["cls"] == "warn" and "All 3" not in b["text"]
+    assert b["text"].startswith("n1 and n2 agree: ")
+    assert b["text"].endswith("n3 is not answering: whether it agrees is unknown.")
+    board.publish_supervisor(time.time(), False,
+                             [*nodes[:2], {**_node("n3", 3, pid=0), "state": "stopped"}], [])
+    g.gather_once()
+    assert banner(board.read())["text"].endswith("n3 is not running.")
+    g.close()
+
+
+def test_the_page_names_the_odd_node_and_what_differs() -> None:
+    base = tables({"broker-a": A}, {f"T{i}": {"broker-a": dict(Q)} for i in range(30)},
+                  {"NS": {"k": "v"}})
+    odd = copy.deepcopy(base)
+    odd["topic"]["T3"]["broker-a"]["perm"] = 4
+    for i in range(10, 30):
+        del odd["topic"][f"T{i}"]
+    fakes = Fakes({"n1": base, "n2": copy.deepcopy(base), "n3": odd})
+    board, g = _gatherer(fakes)
+    nodes = [_node(n, i) for i, n in enumerate(fakes.tables, 1)]
+    board.publish_supervisor(time.time(), False, nodes, [])
+    g.gather_once()
+    state = board.read()
+    assert banner(state)["text"] == "The nodes disagree on 21 topic entries (odd: n3 on 21)."
+    rows = {d["key"]: d for d in difference_rows(state.round, 100)}
+    assert rows["T3"]["what"] == "perm: 4 on n3; 6 on n1, n2" and rows["T3"]["odd"] == ("n3",)
+    assert rows["T12"]["what"] == "missing on n3" and rows["T12"]["missing"] == ("n3",)
+    assert [(x.table, x.group, x.count, x.odd) for x in state.groups] == [
+        ("topic", "broker-a", 21, (("n3", 21),))]
+    assert [(b.addr, b.role, b.version, b.on) for b in state.brokers] == [
+        ("127.0.0.1:10911", "master", "V4_9_8", ("n1", "n2", "n3")),
+        ("127.0.0.1:10921", "slave 1", "", ("n1", "n2", "n3"))]
+    keys = keys_context(state, parse_filter("table=topic&q=T1&node=n3"))
+    assert [r["key"] for r in keys["rows"]] == [f"T1{i}" for i in range(10)]
+    assert keys["matched"] == 10 and keys["total"] == 21
+    lane = state.history.lanes["n3"][-1]
+    past = keys_context(state, parse_filter(f"lane=n3&at={int(lane.start)}"))
+    assert past["past"] and past["rows"][0]["key"] == "T10/broker-a"
+    env = environment()
+    ctx = context(state, Header("c.yaml", "a;b", "tcp://x"), 2000)
+    page = env.get_template("page").render(ctx)
+    assert "missing on n3" in page and ">what differs</th>" in page
+    assert '<tr data-group="topic/broker-a">' in page and "V4_9_8" in page
+    assert re.search(r'data-updated="\d\d:\d\d:\d\d"', page)
+    assert 'href="/keys?lane=n3&amp;at=' in page
+    keys_page = env.get_template("keys").render(keys)
+    assert keys_page.count('<tr data-table="topic">') == 10
+    t3 = env.get_template("keys").render(keys_context(state, parse_filter("q=T3")))
+    assert "perm: 4 on n3; 6 on n1, n2" in t3 and "<b>n3</b>" in t3
+    g.close()
 
 
 class _Silent:
@@ -70,51 +152,12 @@ def silent() -> Iterator[_Silent]:
 
 
 def test_a_silent_node_costs_one_deadline(silent: _Silent) -> None:
+    src = remote_source("n1", "127.0.0.1", silent.port)
     t0 = time.monotonic()
     with pytest.raises(NotAnswering, match="no answer within 0.3s"):
-        fetch_snapshot("127.0.0.1", silent.port, 0.3)
+        src.summary(0.3)
     assert time.monotonic() - t0 < 2.0
-    with pytest.raises(NotAnswering):
-        fetch_snapshot("127.0.0.1", free_port(), 0.3)
-
-
-def _node(name: str, port: int, pid: int = 100) -> dict[str, Any]:
-    return {"name": name, "host": "127.0.0.1", "port": port, "pid": pid, "pgid": pid,
-            "state": "running", "uptime_s": 3.0, "restarts": 0, "last_exit": None}
-
-
-def test_gatherer_compares_a_silent_node_as_last_seen(silent: _Silent) -> None:
-    board = StatusBoard()
-    answers = {1: tables({"broker-a": A}), 2: tables({"broker-a": A}), silent.port: tables({})}
-
-    def fetch(host: str, port: int, timeout: float) -> dict[str, Any]:
-        if port == silent.port and board.read().readings:
-            return fetch_snapshot(host, port, timeout)
-        return {"tables": answers[port]}
-
-    g = Gatherer(board, [], deadline_s=0.3, fetch=fetch)
-    board.publish_supervisor(time.time(), False,
-                             [_node("n1", 1), _node("n2", 2), _node("n3", silent.port)], [])
-    g.gather_once()
-    assert banner(board.read()) == {"cls": "bad", "text": "The nodes disagree on 1 broker."}
-    t0 = time.monotonic()
-    g.gather_once()
-    assert time.monotonic() - t0 < 2.0
-    state = board.read()
-    assert state.readings["n3"].stale and state.agreement is not None
-    assert state.agreement.stale == ("n3",)
-    text = banner(state)["text"]
-    assert text.startswith("The nodes disagree on 1 broker.")
-    assert "n3 is not answering (compared with its tables as of" in text
-    board.publish_supervisor(time.time(), False,
-                             [_node("n1", 1), _node("n2", 2), _node("n3", silent.port, pid=7)],
-                             [])
-    g.gather_once()
-    state = board.read()
-    assert not state.readings["n3"].stale, "a new process does not inherit old tables"
-    assert banner(state) == {"cls": "warn", "text": "All 2 nodes agree: 1 broker, 0 topics, "
-                             "0 KV entries. n3 is not answering."}
-    g.close()
+    src.close()
 
 
 def _cfg(tmp_path: Path, http_port: int) -> Path:

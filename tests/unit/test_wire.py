@@ -7,8 +7,8 @@ from worker import wire
 
 def test_pairs_round_trip_behind_their_kind() -> None:
     pairs = [(b"0.1.7", b"frame-a"), (b"0.1.8", b""), (b"", b"x" * 70_000)]
-    message = wire.pack_pairs(pairs, wire.REPLIES)
-    assert message[:1] == wire.REPLIES
+    message = wire.pack_pairs(pairs, wire.REQUESTS)
+    assert message[:1] == wire.REQUESTS
     assert wire.unpack_pairs(message[1:]) == pairs
     views = wire.unpack_pairs(memoryview(message)[1:])
     assert all(type(v) is memoryview for pair in views for v in pair)
@@ -24,3 +24,11 @@ def test_hello_names_lane_and_pid() -> None:
     assert wire.parse_hello(b"") == (None, 0)
     assert wire.parse_hello(b"bogus 12") == (None, 0)
     assert wire.parse_hello(b"all x") == (wire.LANE_ALL, 0)
+
+
+def test_replies_carry_the_time_each_request_took() -> None:
+    pairs = [(b"0.1.7", b"reply-a"), (b"0.1.8", b"")]
+    message = wire.pack_replies(pairs, [12, 2**40])
+    assert message[:1] == wire.REPLIES
+    assert wire.unpack_replies(message[1:]) == (pairs, [12, wire.MAX_MICROS])
+    assert wire.unpack_replies(wire.pack_replies([], [])[1:]) == ([], [])

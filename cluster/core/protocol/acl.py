@@ -6,7 +6,17 @@ secret key, over the values of every extField but ``Signature`` in key order
 (Java's ``TreeMap<String, String>``: UTF-16 code unit order), concatenated and
 UTF-8 encoded, followed by the body (``AclUtils.combineRequestContent`` and
 ``AclClientRPCHook`` of RocketMQ 4.9.8). No timestamp or nonce is signed: a
-captured request can be replayed, as in RocketMQ.
+captured request can be replayed, as in RocketMQ. Neither are the request code nor
+the extFields' names, so a signed request can also be altered: its code changed
+(a PUT_KV_CONFIG sent as DELETE_KV_CONFIG) or characters moved between adjacent values
+(from a signed PUT of namespace ``ab``, key ``cd``, a PUT of namespace ``dab``, key
+``c`` verifies).
+
+``StrictSignature`` (pynamesrv's stricter mode, ``Credentials.strict``) is the same
+HMAC over a content that cannot be re-cut: the request code, then every extField but
+the signatures as length-prefixed name and value, in key order, then the body with its
+length (``strict_content``). A strict client sends both; ``Signature`` covers the
+``StrictSignature`` field like any other, so RocketMQ's validators still accept it.
 
 Pure: no I/O.
 """
@@ -25,6 +35,7 @@ ACCESS_KEY = "AccessKey"
 SECRET_KEY = "SecretKey"
 SIGNATURE = "Signature"
 SECURITY_TOKEN = "SecurityToken"
+STRICT_SIGNATURE = "StrictSignature"
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"  # left out of the content by the Java validator
 KEY_MIN_LENGTH = 7  # RocketMQ refuses access and secret keys of 6 characters or fewer
 
@@ -36,6 +47,7 @@ class Credentials:
     access_key: str
     secret_key: str
     security_token: str | None = None
+    strict: bool = False  # also send StrictSignature
 
     def __repr__(self) -> str:
         return f"Credentials(access_key={self.access_key!r}, secret_key=***)"
@@ -55,6 +67,22 @@ def request_content(ext_fields: Mapping[str, str] | None, body: bytes | None,
     return text.encode("utf-8", "replace") + (body or b"")  # Java writes "?" for a lone surrogate
 
 
+def strict_content(code: int, ext_fields: Mapping[str, str] | None, body: bytes | None
+                   ) -> bytes:
+    """What ``StrictSignature`` signs: ``code;``, then ``len:name len:value`` of every
+    extField but the signatures (UTF-8 lengths, in key order), then ``len:`` and the body."""
+    fields = ext_fields or {}
+    parts = [b"%d;" % code]
+    for key in sorted(fields, key=_java_order):
+        if key in (SIGNATURE, STRICT_SIGNATURE):
+            continue
+        name, value = key.encode("utf-8", "replace"), fields[key].encode("utf-8", "replace")
+        parts.append(b"%d:%s%d:%s" % (len(name), name, len(value), value))
+    parts.append(b"%d:" % len(body or b""))
+    parts.append(body or b"")
+    return b"".join(parts)
+
+
 def signature(content: bytes, secret_key: str) -> str:
     """base64(HMAC-SHA1(secret_key, content)), as ``AclSigner.calSignature``."""
     mac = hmac.new(secret_key.encode("utf-8", "replace"), content, hashlib.sha1).digest()
@@ -62,11 +90,15 @@ def signature(content: bytes, secret_key: str) -> str:
 
 
 def sign(cmd: RemotingCommand, creds: Credentials) -> RemotingCommand:
-    """A copy of ``cmd`` with ``AccessKey`` (``SecurityToken``) and ``Signature`` added."""
+    """A copy of ``cmd`` with ``AccessKey`` (``SecurityToken``, ``StrictSignature``) and
+    ``Signature`` added."""
     ext = dict(cmd.ext_fields or {})
     ext[ACCESS_KEY] = creds.access_key
     if creds.security_token is not None:
         ext[SECURITY_TOKEN] = creds.security_token
+    if creds.strict:
+        ext[STRICT_SIGNATURE] = signature(strict_content(cmd.code, ext, cmd.body),
+                                          creds.secret_key)
     ext[SIGNATURE] = signature(request_content(ext, cmd.body), creds.secret_key)
     return replace(cmd, ext_fields=ext)
 
@@ -80,3 +112,12 @@ def signature_valid(cmd: RemotingCommand, secret_key: str) -> bool:
     content = request_content(cmd.ext_fields, cmd.body, (SIGNATURE, UNIQUE_MSG_QUERY_FLAG))
     expected = signature(content, secret_key).encode("ascii")
     return hmac.compare_digest(expected, sent.encode("utf-8", "replace"))
+
+
+def strict_signature_valid(cmd: RemotingCommand, secret_key: str) -> bool:
+    """Whether ``cmd``'s ``StrictSignature`` is the one ``secret_key`` gives."""
+    sent = cmd.field(STRICT_SIGNATURE)
+    if sent is None:
+        return False
+    expected = signature(strict_content(cmd.code, cmd.ext_fields, cmd.body), secret_key)
+    return hmac.compare_digest(expected.encode("ascii"), sent.encode("utf-8", "replace"))

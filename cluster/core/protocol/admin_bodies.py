@@ -10,6 +10,10 @@ from cluster.core.protocol.body_common import _dict, _encode, _load, _str, _str_
 # ------------------------------------------------------------------ reply encoders
 
 
+# The KV namespace RocketMQ keeps order topics' queue layouts in (NamesrvUtil).
+ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+
+
 def encode_kv_table(table: Mapping[str, str | None], five: bool = False) -> bytes:
     """KVTable ``{"table":{...}}`` (§2.4.6), plain mode, null values omitted."""
     obj = {"table": {k: v for k, v in table.items() if v is not None}}

@@ -37,6 +37,17 @@ class RequestCode(IntEnum):
     # pynamesrv extension, outside the range RocketMQ uses: a consistent
     # point-in-time snapshot of one node's tables (see README "Snapshots").
     GET_NODE_SNAPSHOT = 60001
+    # pynamesrv extension: digests of the node's tables, with drill-down on mismatch
+    # (docs/architecture.md "Digest request").
+    GET_NODE_DIGEST = 60002
+
+
+# pynamesrv extension: the extField a monitoring request names its sender in, so a node
+# counts it apart from client traffic (``pynamesrv_requests_total{origin}``); any other
+# value, or none, counts as ``client``.
+ORIGIN_FIELD = "pynamesrvOrigin"
+ORIGINS = frozenset({"probe", "status", "audit", "addr"})
+CLIENT_ORIGIN = "client"
 
 
 class ResponseCode(IntEnum):

@@ -1,0 +1,1 @@
+"""The NameServer address service: the nodes RocketMQ clients and brokers should use."""
