@@ -257,6 +257,30 @@ FIELDS_KEPT = 4096
 DELTA_FOLD_SHARE = 1 / 8
 
 
+def apply_read_only(t: Txn, name: str, queues: Mapping[str, QueueFields]) -> None:
+    """A 5.x prime slave acting as master: its whole table, without write permission. The
+    records go: they would stand for a table that was not applied as sent."""
+    forget_applied(t, name)
+    _apply_queues(t, name, {topic: (perm & ~PERM_WRITE, read, flag, write)
+                            for topic, (perm, read, flag, write) in queues.items()})
+
+
+def put_missing_queues(t: Txn, name: str, queues: Mapping[str, QueueFields],
+                       read_only: bool = False) -> None:
+    """5.x, a registration with an unchanged DataVersion: only the topics whose queue datas
+    lack `name` get its QueueData (`read_only`: without write permission). The records
+    stay as they are (each topic in them holds `name` already)."""
+    known = last_applied_queues(t, name) or {}
+    missing = {}
+    for topic, (perm, read, flag, write) in queues.items():
+        if topic not in known and name not in (t.get("topic", topic) or {}):
+            missing[topic] = (perm & ~PERM_WRITE if read_only else perm, read, flag, write)
+    _apply_queues(t, name, missing)
+
+
+PERM_WRITE = 2
+
+
 def forget_applied(t: Txn, name: str) -> None:
     """`name` left the route tables: none of its applied records (stamp included) holds,
     and this process forgets what it remembered of them (a table of tens of thousands of

@@ -23,7 +23,7 @@ from cluster.core.protocol.digest_body import (
     canonical,
     summary_reply,
 )
-from state.snapshot import CANONICAL, QUEUE_FIELDS
+from state.snapshot import BY_ADDRESS, CANONICAL, QUEUE_FIELDS, public_key
 from state.store import Store, Txn
 
 UNCACHED = frozenset({"live"})  # changes without a generation bump (heartbeats)
@@ -74,7 +74,8 @@ def _refresh(t: Txn, cache: DigestCache) -> None:
     generation = t.generation()
     stale = [tb for tb in TABLES if tb in UNCACHED or generation != cache.generation]
     for table in stale:
-        cache.table(table).refresh(t.items_raw(table))
+        cache.table(table).refresh((public_key(table, key), stored)
+                                   for key, stored in t.items_raw(table))
     cache.generation = generation
 
 
@@ -95,9 +96,11 @@ def _values(t: Txn, table: str, units: tuple[tuple[str, str], ...]) -> dict[str,
     """``[key, sub, canonical value]`` of each asked unit the node holds."""
     out = []
     entries: dict[str, dict[str, Any] | None] = {}
+    by_public = ({public_key(table, k): v for k, v in t.items(table)}
+                 if table in BY_ADDRESS else None)
     for key, sub in units:
         if key not in entries:
-            value = t.get(table, key)
+            value = t.get(table, key) if by_public is None else by_public.get(key)
             canon = None if value is None else CANONICAL[table](value)
             entries[key] = None if canon is None else canon if table in NESTED else {"": canon}
         held = entries[key]
@@ -114,6 +117,7 @@ def answer(store: Store, node: str, now: int, query: DigestQuery,
             return _values(t, query.table, query.units)
         if query.table is not None:
             return _drill(t, query.table, query.buckets, cache)
-        beats = ({addr: live["lastUpdateTimestamp"] for addr, live in t.items("live")}
+        beats = ({public_key("live", key): entry["lastUpdateTimestamp"]
+                  for key, entry in t.items("live")}
                  if query.heartbeats else None)
         return summary_reply(node, now, _summaries(t, cache), beats)

@@ -7,10 +7,10 @@ ranges come from `cluster.core.settings_schema`. The node loads them once at sta
 prints them (`properties_text`). Settings marked live in the schema are read from
 here at each use, so an update takes effect at once.
 
-GET_NAMESRV_CONFIG answers what Java 4.9.8 answers: its config fields and the
-unknown keys of the node's file, in the order Java's `Properties` iterates them
-(`java_order`). pynamesrv's own keys are added, all keys sorted, when asked with
-`all=true`.
+GET_NAMESRV_CONFIG answers what the Java release the node follows (`rocketmqVersion`)
+answers: its config fields and the unknown keys of the node's file, in the order Java
+4.9.8's `Properties` iterates them (`java_order`), or sorted as 5.x sorts them.
+pynamesrv's own keys are added, all keys sorted, when asked with `all=true`.
 
 Differences from Java, on purpose: values containing a line break are refused
 (Java writes them verbatim, which lets a caller inject lines into the file);
@@ -32,10 +32,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from cluster.core.javaorder import JavaProperties
+from cluster.core.javaorder import ConcurrentKeys
+from cluster.core.protocol.dialect import Dialect, dialect_of
 from cluster.core.protocol.properties import format_properties
 from cluster.core.settings_schema import (
     BY_KEY,
+    JAVA5_KEYS,
     JAVA_CLASSES,
     PROTECTED_KEYS,
     Update,
@@ -105,6 +107,11 @@ def get_int(t: Txn, key: str) -> int:
     return int(value) if value is not None else int(BY_KEY[key].default or 0)
 
 
+def dialect(t: Txn) -> Dialect:
+    """The release the node follows (fixed while it runs)."""
+    return dialect_of(get(t, "rocketmqVersion"))
+
+
 def all_properties(t: Txn) -> dict[str, str]:
     return dict(t.items("config"))
 
@@ -115,10 +122,14 @@ def blacklist(t: Txn) -> set[str]:
 
 
 def properties_text(t: Txn, everything: bool = False) -> str:
-    """GET_NAMESRV_CONFIG body: Java's keys in Java's order, or (`everything`) all, sorted."""
+    """GET_NAMESRV_CONFIG body: Java's keys in Java's order (4.9.8) or sorted (5.x), or
+    (`everything`) all, sorted."""
     props = all_properties(t)
     if everything:
         return format_properties(props)
+    if dialect(t).five:
+        return format_properties({k: v for k, v in props.items()
+                                  if k in JAVA5_KEYS or k not in BY_KEY})
     order = t.get("meta", ORDER_KEY) or []
     return format_properties({k: props[k] for k in order if k in props}, sort=False)
 
@@ -236,10 +247,10 @@ def java_order(file_keys: Iterable[str]) -> list[str]:
     then the `-c` file's keys into one `Properties`, each group taken in the order its own
     `Properties` iterates. pynamesrv's own keys are left out, as if the file lacked them.
     """
-    merged = JavaProperties()
+    merged = ConcurrentKeys()
     groups = [java_fields(c) for c in JAVA_CLASSES]
     groups.append([k for k in file_keys if k not in BY_KEY or BY_KEY[k].java])
     for group in groups:
-        for key in JavaProperties.of(group).ordered():
+        for key in ConcurrentKeys.of(group).ordered():
             merged.put(key)
     return merged.ordered()

@@ -6,55 +6,112 @@ writes and housekeeping are in `state.route`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
 
-from cluster.core.javaorder import hashmap_order
-from state.route import java_order, public_broker_data
+from cluster.core.javaorder import concurrent_capacity, concurrent_order, hashmap_order
+from state import live
+from state.route import public_broker_data
 from state.store import Txn
+from state.tableorder import java_order
 
 FLAG_UNIT = 1  # TopicSysFlag bits
 FLAG_UNIT_SUB = 2
 
 
-def pickup_topic_route_data(t: Txn, topic: str, memo: dict[str, Any] | None = None
-                            ) -> dict[str, Any] | None:
+def pickup_topic_route_data(t: Txn, topic: str, memo: dict[str, Any] | None = None,
+                            five: bool = False) -> dict[str, Any] | None:
     """TopicRouteData of `topic` (without orderTopicConf), or None when it has no live broker.
 
-    `memo` (broker name → entry) may carry broker entries between calls of the
-    same store generation; the returned BrokerData objects are then shared.
+    Queue and broker datas come in the order of Java's HashMap of broker names. `memo`
+    (broker name → entry) may carry broker entries between calls of the same store
+    generation; the returned BrokerData objects are then shared. `five`: filter servers
+    keyed by (cluster, address), and the topic's static-topic mapping infos.
     """
     qmap = t.get("topic", topic)
     if not qmap:
         return None
     memo = {} if memo is None else memo
+    names = hashmap_order(qmap) if len(qmap) > 1 else list(qmap)
     broker_datas = []
     filters: dict[str, list[str]] = {}
-    for name in qmap:
+    for name in names:
         entry = memo.get(name)
         if entry is None:
-            entry = memo[name] = _broker_entry(t, name)
+            entry = memo[name] = _broker_entry(t, name, five)
         if entry:
             broker_datas.append(entry[0])
             filters.update(entry[1])
     if not broker_datas:
         return None
-    return {"brokerDatas": broker_datas, "filterServerTable": filters,
-            "orderTopicConf": None, "queueDatas": list(qmap.values())}
+    if len(filters) > 1:  # a HashMap of addresses
+        filters = {a: filters[a] for a in hashmap_order(filters)}
+    route = {"brokerDatas": broker_datas, "filterServerTable": filters,
+             "orderTopicConf": None, "queueDatas": [qmap[n] for n in names]}
+    mapping = t.get("mapping", topic) if five else None
+    if mapping is not None:
+        route["topicQueueMappingByBroker"] = {n: mapping[n] for n in hashmap_order(mapping)}
+    return route
 
 
-def _broker_entry(t: Txn, name: str) -> tuple[dict[str, Any], dict[str, list[str]]] | tuple[()]:
+def _broker_entry(t: Txn, name: str, five: bool
+                  ) -> tuple[dict[str, Any], dict[str, list[str]]] | tuple[()]:
     """(public BrokerData, filter servers of its addresses), or () for an unknown broker."""
     bd = t.get("broker", name)
     if bd is None:
         return ()
     filters = {}
     for addr in bd["brokerAddrs"].values():
-        fs = t.get("filter", addr)
+        fs = t.get("filter", live.key(bd["cluster"], addr, five))
         if fs:
             filters[addr] = fs
     return public_broker_data(bd), filters
+
+
+SYNC_BROKER_MEMBER_GROUP_PREFIX = "rmq_sys_SYNC_BROKER_MEMBER_"  # TopicValidator
+PERM_WRITE = 2
+
+
+def with_acting_masters(route: dict[str, Any], topic: str) -> dict[str, Any]:
+    """5.x with supportActingMaster: a group without its master whose QueueData of this topic
+    is not writeable shows its lowest-id broker as id 0 (a copy; `route` is unchanged)."""
+    if topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX):
+        return route
+    datas = route["brokerDatas"]
+    if not any(bd["brokerAddrs"] and 0 not in bd["brokerAddrs"] for bd in datas):
+        return route
+    perms: dict[str, int] = {}
+    for qd in route["queueDatas"]:
+        perms.setdefault(qd["brokerName"], qd["perm"])
+    out = []
+    for bd in datas:
+        addrs = bd["brokerAddrs"]
+        acting = (addrs and 0 not in addrs and bd.get("enableActingMaster")
+                  and bd["brokerName"] in perms and not perms[bd["brokerName"]] & PERM_WRITE)
+        if acting:
+            lowest = min(addrs)
+            rest = {k: v for k, v in addrs.items() if k != lowest}
+            bd = {**bd, "brokerAddrs": dict(sorted({**rest, 0: addrs[lowest]}.items()))}
+        out.append(bd)
+    return {**route, "brokerDatas": out}
+
+
+def zone_filtered(route: dict[str, Any], zone: str) -> dict[str, Any]:
+    """ZoneRouteRPCHook: keep the groups of `zone` (case-insensitive) and those whose master
+    is gone; their queue datas and filter servers with them."""
+    kept: list[dict[str, Any]] = []
+    gone: list[dict[str, Any]] = []
+    for bd in route["brokerDatas"]:
+        master_gone = bd["brokerAddrs"].get(0) is None
+        same = (bd.get("zoneName") or "").lower() == zone.lower() and "zoneName" in bd
+        (kept if master_gone or same else gone).append(bd)
+    gone_names = {bd["brokerName"] for bd in gone}
+    gone_addrs = {a for bd in gone for a in bd["brokerAddrs"].values()}
+    return {**route, "brokerDatas": kept,
+            "queueDatas": [q for q in route["queueDatas"] if q["brokerName"] not in gone_names],
+            "filterServerTable": {a: f for a, f in route["filterServerTable"].items()
+                                  if a not in gone_addrs}}
 
 
 def cluster_info(t: Txn) -> tuple[dict[str, Any], dict[str, list[str]]]:
@@ -66,32 +123,53 @@ def cluster_info(t: Txn) -> tuple[dict[str, Any], dict[str, list[str]]]:
     return bat, cat
 
 
-def all_topics(t: Txn) -> list[str]:
-    return hashmap_order(t.keys("topic"))
+# A 5.x TopicList holds a ConcurrentHashMap key set (4.9: a HashSet), filled in the
+# iteration order of topicQueueTable, a ConcurrentHashMap created with 1024 (4.9: a HashMap).
+TOPIC_TABLE_BINS = concurrent_capacity(1024)
 
 
-def topics_by_cluster(t: Txn, cluster: str) -> list[str]:
-    names = set(t.get("cluster", cluster) or ())
-    if not names:
-        return []
-    return hashmap_order(topic for topic, qmap in t.items("topic") if names.intersection(qmap))
+def _topic_list(topics: Iterable[str], five: bool) -> list[str]:
+    """`topics` (in topicQueueTable's order) in the order Java's TopicList prints them."""
+    return concurrent_order(topics) if five else hashmap_order(dict.fromkeys(topics))
 
 
-def system_topics(t: Txn) -> tuple[list[str], str | None]:
+def _topic_table(t: Txn, five: bool) -> list[tuple[str, Any]]:
+    """(topic, queue datas) in topicQueueTable's iteration order (5.x; 4.9: key order,
+    which the TopicList's HashSet reorders anyway)."""
+    items = list(t.items("topic"))
+    if not five:
+        return items
+    qmaps = dict(items)
+    return [(topic, qmaps[topic]) for topic in concurrent_order(qmaps, TOPIC_TABLE_BINS)]
+
+
+def all_topics(t: Txn, five: bool = False) -> list[str]:
+    return _topic_list((topic for topic, _ in _topic_table(t, five)), five)
+
+
+def topics_by_cluster(t: Txn, cluster: str, five: bool = False) -> list[str]:
+    names = t.get("cluster", cluster) or ()
+    table = _topic_table(t, five)
+    return _topic_list((topic for name in hashmap_order(names) for topic, qmap in table
+                        if name in qmap), five)
+
+
+def system_topics(t: Txn, five: bool = False) -> tuple[list[str], str | None]:
     """Every cluster name and the broker names of its set (clusterAddrTable), plus the first
     address of the first broker."""
     brokers = dict(t.items("broker"))
-    names: set[str] = set()
-    for cluster, members in t.items("cluster"):
-        names.add(cluster)
-        names.update(members)
+    clusters = dict(t.items("cluster"))
+    names: list[str] = []
+    for cluster in java_order(t, "cluster", clusters):
+        names.append(cluster)
+        names.extend(hashmap_order(clusters[cluster]))
     first_addr = None
     for name in java_order(t, "broker", brokers):
         addrs = public_broker_data(brokers[name])["brokerAddrs"]
         if addrs:
             first_addr = next(iter(addrs.values()))
             break
-    return hashmap_order(names), first_addr
+    return _topic_list(dict.fromkeys(names), five), first_addr
 
 
 class UnitList(Enum):
@@ -110,12 +188,12 @@ _UNIT_FILTERS: dict[UnitList, Callable[[int], bool]] = {
 }
 
 
-def unit_topics(t: Txn, which: UnitList) -> list[str]:
+def unit_topics(t: Txn, which: UnitList, five: bool = False) -> list[str]:
     """Topics whose first QueueData has the topicSysFlag of list `which`."""
     keep = _UNIT_FILTERS[which]
-    out = [topic for topic, qmap in t.items("topic")
+    out = [topic for topic, qmap in _topic_table(t, five)
            if qmap and keep(_first_queue_data(qmap)["topicSysFlag"])]
-    return hashmap_order(out)
+    return _topic_list(out, five)
 
 
 def _first_queue_data(qmap: dict[str, Any]) -> dict[str, Any]:

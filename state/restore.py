@@ -8,15 +8,19 @@ and is forgotten: its connections (channel ids; the brokers re-bind theirs when 
 register), the business workers' applied-table digests, the snapshot run and sequence
 (so a snapshot still tells a new run: ``state.snapshot``), and
 the KV and config tables, which the caller reloads from their files as at a fresh start.
+A node that follows another release than the previous run (``rocketmqVersion``: 4.9.8
+and 5.x key the live table differently) starts with empty route tables.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from state import nsconfig
 from state.store import APPLIED_TABLES, Store, Txn
 
-KEPT_TABLES = ("topic", "broker", "cluster", "live", "filter")
+KEPT_TABLES = ("topic", "broker", "cluster", "live", "filter", "mapping")
+ORDER_META = "hashmap:"  # Java map orders of the route tables (state.tableorder)
 FORGOTTEN_TABLES = ("channel", "kv", "config", *APPLIED_TABLES)
 FORGOTTEN_META = ("snapshot_seq", "snapshot_run")  # a new run: snapshots say so (run, seq)
 
@@ -30,9 +34,12 @@ class Restored:
     newest_heartbeat: int | None
 
 
-def restore_routes(store: Store) -> Restored:
-    """Forget the previous run's volatile state in one write transaction; keep the routes."""
+def restore_routes(store: Store, five: bool) -> Restored:
+    """Forget the previous run's volatile state in one write transaction; keep the routes
+    unless the previous run followed the other release line than ``five`` says."""
     with store.write() as t:
+        if nsconfig.dialect(t).five != five:
+            _forget_routes(t)
         for table in FORGOTTEN_TABLES:
             t.clear(table)
         for key in FORGOTTEN_META:
@@ -40,6 +47,13 @@ def restore_routes(store: Store) -> Restored:
         newest = _unbind_channels(t)
         return Restored(brokers=len(t.keys("live")), topics=len(t.keys("topic")),
                         newest_heartbeat=newest)
+
+
+def _forget_routes(t: Txn) -> None:
+    for table in KEPT_TABLES:
+        t.clear(table)
+    for key in [k for k in t.keys("meta") if k.startswith(ORDER_META)]:
+        t.delete("meta", key)
 
 
 def _unbind_channels(t: Txn) -> int | None:

@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from cluster.core.javaorder import string_hash
+from state import live
 from state.applied import (
     TopicTable,
     already_applied,
@@ -44,6 +44,9 @@ from state.applied import (
     last_applied,
 )
 from state.store import Store, Txn, dumps
+from state.tableorder import hm_added as _hm_added
+from state.tableorder import hm_removed as _hm_removed
+from state.tableorder import java_order
 
 PERM_WRITE = 2
 PERM_READ = 4
@@ -66,51 +69,15 @@ def queue_data(name: str, tc: dict[str, Any]) -> dict[str, Any]:
 
 
 def public_broker_data(bd: dict[str, Any]) -> dict[str, Any]:
-    """BrokerData as the body encoders want it: integer ids in ascending order."""
+    """BrokerData as the body encoders want it: integer ids in ascending order (and, as a
+    5.x node stores them, `enableActingMaster` and `zoneName`)."""
     addrs = {int(k): v for k, v in bd["brokerAddrs"].items()}
-    return {"brokerAddrs": dict(sorted(addrs.items())), "brokerName": bd["brokerName"],
-            "cluster": bd["cluster"]}
-
-
-# ---------------------------------------------------------------- Java HashMap order
-
-# Where 4.9 takes "the first" entry of brokerAddrTable or clusterAddrTable, the answer is
-# the HashMap's iteration order: bucket by bucket (a table that never shrinks, created
-# with these capacities by RouteInfoManager), and within a bucket in insertion order.
-# The capacity reached and each key's insertion number live in the `meta` table.
-HASHMAP_CAPACITY = {"cluster": 32, "broker": 128}
-
-
-def _hm_key(table: str, what: str) -> str:
-    return f"hashmap:{table}:{what}"
-
-
-def _hm_added(t: Txn, table: str, key: str) -> None:
-    """`key` was just created in `table`: number it and grow the capacity as Java would."""
-    seq = (t.get("meta", _hm_key(table, "next")) or 0) + 1
-    t.put("meta", _hm_key(table, "next"), seq)
-    t.put("meta", _hm_key(table, f"key:{key}"), seq)
-    cap = t.get("meta", _hm_key(table, "capacity")) or HASHMAP_CAPACITY[table]
-    size = len(t.keys(table))
-    while size > cap * 3 // 4:
-        cap *= 2
-    t.put("meta", _hm_key(table, "capacity"), cap)
-
-
-def _hm_removed(t: Txn, table: str, key: str) -> None:
-    t.delete("meta", _hm_key(table, f"key:{key}"))
-
-
-def java_order(t: Txn, table: str, keys: Iterable[str]) -> list[str]:
-    """`keys` of `table` in the order Java's HashMap iterates them."""
-    mask = (t.get("meta", _hm_key(table, "capacity")) or HASHMAP_CAPACITY[table]) - 1
-
-    def position(key: str) -> tuple[int, int]:
-        h = string_hash(key) & 0xFFFFFFFF
-        seq = t.get("meta", _hm_key(table, f"key:{key}")) or 0
-        return ((h ^ (h >> 16)) & mask, seq)
-
-    return sorted(keys, key=position)
+    out = {"brokerAddrs": dict(sorted(addrs.items())), "brokerName": bd["brokerName"],
+           "cluster": bd["cluster"]}
+    for extra in ("enableActingMaster", "zoneName"):
+        if extra in bd:
+            out[extra] = bd[extra]
+    return out
 
 
 # ---------------------------------------------------------------- registration
@@ -131,11 +98,10 @@ def register_broker(t: Txn, cluster: str, addr: str, name: str, broker_id: int,
     apply = table is not None and wants_topic_table(t, name, broker_id, addr, data_version)
     _add_to_cluster(t, cluster, name)
     _put_broker_addr(t, cluster, name, str(broker_id), addr)
-    old_live = t.get("live", addr)
     if apply and table is not None:
         apply_topic_table(t, name, table)
-    _put_live(t, addr, old_live, {"lastUpdateTimestamp": now, "dataVersion": data_version,
-                                   "channel": channel, "haServerAddr": ha_addr}, heartbeat_timeout)
+    live.put(t, addr, {"lastUpdateTimestamp": now, "dataVersion": data_version,
+                       "channel": channel, "haServerAddr": ha_addr}, heartbeat_timeout)
     if filter_servers is not None:
         if filter_servers:
             t.put("filter", addr, list(filter_servers))
@@ -162,8 +128,8 @@ def wants_topic_table(t: Txn, name: str, broker_id: int, addr: str,
     bd = t.get("broker", name)
     if bd is None or MASTER_ID not in bd["brokerAddrs"]:
         return True
-    live = t.get("live", addr)
-    return live is None or not dv_equal(live["dataVersion"], data_version)
+    entry = t.get("live", addr)
+    return entry is None or not dv_equal(entry["dataVersion"], data_version)
 
 
 def needs_topic_queues(t: Txn, name: str, broker_id: int, addr: str,
@@ -193,32 +159,6 @@ def _put_broker_addr(t: Txn, cluster: str, name: str, bid: str, addr: str) -> No
         _hm_added(t, "broker", name)
 
 
-def _put_live(t: Txn, addr: str, old: dict[str, Any] | None, live: dict[str, Any],
-              heartbeat_timeout: int | None) -> None:
-    if heartbeat_timeout is not None:
-        live["heartbeatTimeoutMillis"] = heartbeat_timeout
-    old_channel = old.get("channel") if old else None
-    if old_channel != live["channel"]:
-        if old_channel is not None:
-            _unbind_channel(t, old_channel, addr)
-        _bind_channel(t, live["channel"], addr)
-    t.put("live", addr, live)
-
-
-def _bind_channel(t: Txn, channel: str, addr: str) -> None:
-    addrs = t.get("channel", channel) or []
-    if addr not in addrs:
-        t.put("channel", channel, [*addrs, addr])
-
-
-def _unbind_channel(t: Txn, channel: str, addr: str) -> None:
-    addrs = [a for a in (t.get("channel", channel) or []) if a != addr]
-    if addrs:
-        t.put("channel", channel, addrs)
-    else:
-        t.delete("channel", channel)
-
-
 def _slave_result(t: Txn, name: str, broker_id: int) -> dict[str, str | None]:
     result: dict[str, str | None] = {"haServerAddr": None, "masterAddr": None}
     if broker_id == 0:
@@ -231,15 +171,6 @@ def _slave_result(t: Txn, name: str, broker_id: int) -> dict[str, str | None]:
 
 
 # ---------------------------------------------------------------- removal
-
-def _remove_live(t: Txn, addr: str) -> None:
-    live = t.get("live", addr)
-    if live is not None:
-        if live.get("channel") is not None:
-            _unbind_channel(t, live["channel"], addr)
-        t.delete("live", addr)
-    t.delete("filter", addr)
-
 
 def _remove_broker_name(t: Txn, name: str, cluster: str | None, gone: set[str]) -> None:
     """A broker name vanished: drop it from its cluster and add it to ``gone``, the names
@@ -285,7 +216,7 @@ def remove_queue_datas(t: Txn, names: set[str]) -> None:
 
 def unregister_broker(t: Txn, cluster: str, addr: str, name: str, broker_id: int) -> None:
     """4.9 unregisterBroker: live/filter by address, BrokerData entry by id."""
-    _remove_live(t, addr)
+    live.remove(t, addr)
     bd = t.get("broker", name)
     if bd is None:
         return
@@ -304,7 +235,7 @@ def destroy_addr(t: Txn, addr: str, gone: set[str]) -> bool:
     """4.9 onChannelDestroy for one broker address; True if anything was removed. Broker
     names that vanish are left in the topics and added to ``gone``."""
     found = t.get("live", addr) is not None or t.get("filter", addr) is not None
-    _remove_live(t, addr)
+    live.remove(t, addr)
     holding = {name: bd for name, bd in t.items("broker") if addr in bd["brokerAddrs"].values()}
     for name in java_order(t, "broker", holding)[:1]:  # the first BrokerData holding it
         bd = holding[name]
@@ -356,19 +287,9 @@ def cleanup_channel_prefix_txn(t: Txn, prefix: str) -> list[str]:
     return on_channels_destroyed_txn(t, [(ch, None) for ch in channels_with_prefix(t, prefix)])
 
 
-def expired(t: Txn, now: int, timeout_ms: int) -> list[str]:
-    """Addresses whose last heartbeat is strictly older than their timeout."""
-    out = []
-    for addr, live in t.items("live"):
-        timeout = live.get("heartbeatTimeoutMillis") or timeout_ms
-        if live["lastUpdateTimestamp"] + timeout < now:
-            out.append(addr)
-    return out
-
-
 def scan_not_active_txn(t: Txn, now: int, timeout_ms: int) -> int:
     """Expire brokers (4.9 scanNotActiveBroker); returns the number of removed live entries."""
-    addrs = expired(t, now, timeout_ms)
+    addrs = live.expired(t, now, timeout_ms)
     gone: set[str] = set()
     for addr in addrs:
         destroy_addr(t, addr, gone)
@@ -381,22 +302,16 @@ def scan_not_active_txn(t: Txn, now: int, timeout_ms: int) -> int:
 def query_data_version(t: Txn, addr: str, dv: dict[str, Any] | None, now: int
                        ) -> tuple[bool, dict[str, Any] | None]:
     """(changed, stored DataVersion); the heartbeat is refreshed only when unchanged (4.9)."""
-    live = t.get("live", addr)
-    stored = live["dataVersion"] if live else None
-    changed = live is None or not dv_equal(stored, dv)
+    entry = t.get("live", addr)
+    stored = entry["dataVersion"] if entry else None
+    changed = entry is None or not dv_equal(stored, dv)
     if not changed:
-        live["lastUpdateTimestamp"] = now  # type: ignore[index]
-        t.put("live", addr, live)
+        live.touch(t, addr, now)
     return changed, stored
 
 
 def broker_heartbeat(t: Txn, addr: str, now: int) -> bool:
-    live = t.get("live", addr)
-    if live is None:
-        return False
-    live["lastUpdateTimestamp"] = now
-    t.put("live", addr, live)
-    return True
+    return live.touch(t, addr, now)
 
 
 # ---------------------------------------------------------------- admin writes
@@ -478,7 +393,7 @@ def cleanup_channel_prefix(store: Store, prefix: str) -> int:
 def scan_not_active(store: Store, now: int, timeout_ms: int) -> int:
     """The expiry scan: writes only when a broker expired (re-checked inside the write)."""
     with store.read() as t:
-        if not expired(t, now, timeout_ms):
+        if not live.expired(t, now, timeout_ms):
             return 0
     with store.write() as t:
         return scan_not_active_txn(t, now, timeout_ms)

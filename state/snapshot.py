@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from state import live
 from state.store import Store, Txn
 
 QUEUE_FIELDS = ("perm", "readQueueNums", "topicSysFlag", "writeQueueNums")
@@ -39,8 +40,8 @@ def topic_entry(qmap: dict[str, Any]) -> dict[str, Any]:
     return {name: {k: qd[k] for k in QUEUE_FIELDS} for name, qd in sorted(qmap.items())}
 
 
-def live_entry(live: dict[str, Any]) -> dict[str, Any]:
-    return {"dataVersion": live["dataVersion"], "haServerAddr": live.get("haServerAddr")}
+def live_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    return {"dataVersion": entry["dataVersion"], "haServerAddr": entry.get("haServerAddr")}
 
 
 def kv_entry(kv: dict[str, Any]) -> dict[str, Any]:
@@ -53,8 +54,18 @@ CANONICAL: dict[str, Callable[[Any], Any]] = {
 }
 
 
+BY_ADDRESS = frozenset({"live", "filter"})  # keyed by address and cluster in 5.x mode
+
+
+def public_key(table: str, key: str) -> str:
+    """The key a snapshot or digest shows: a broker address for the live and filter tables
+    (a node following 5.x keys them by cluster too: an address live in two clusters is
+    shown once)."""
+    return live.addr_of(key) if table in BY_ADDRESS else key
+
+
 def tables(t: Txn) -> dict[str, Any]:
-    return {table: {key: canon(value) for key, value in t.items(table)}
+    return {table: {public_key(table, key): canon(value) for key, value in t.items(table)}
             for table, canon in CANONICAL.items()}
 
 

@@ -22,12 +22,13 @@ import orjson
 
 TABLES: tuple[str, ...] = (
     "topic", "broker", "cluster", "live", "filter", "channel", "kv", "config", "meta",
-    "applied", "applied_queues", "applied_delta", "applied_stamp",
+    "applied", "applied_queues", "applied_delta", "applied_stamp", "mapping",
 )
+# "mapping": topic → {brokerName: TopicQueueMappingInfo} of static topics (5.x).
 # Tables whose content is visible in route replies: a real change bumps meta["gen"], which
 # empties every cache of route replies. "kv" and "config" count too: with
 # orderMessageEnable, a reply carries the topic's ORDER_TOPIC_CONFIG entry.
-ROUTE_TABLES = frozenset({"topic", "broker", "cluster", "filter", "kv", "config"})
+ROUTE_TABLES = frozenset({"topic", "broker", "cluster", "filter", "kv", "config", "mapping"})
 # brokerName → digest of the topic table that broker last applied (state.route);
 # brokerName → the QueueData fields per topic of a table it applied whole; brokerName → the
 # fields of the topics its later registrations changed since (applied incrementally);

@@ -8,14 +8,14 @@ import logging
 from pathlib import Path
 
 from cluster.core.errors import UserError
-from state import nsconfig
+from cluster.core.protocol.dialect import dialect_of
+from state import nsconfig, route, route5
 from state.kvconfig import KVConfigError, load_into
 from state.restore import Restored, restore_routes
-from state.route import scan_not_active
 from state.store import Store
+from worker.context import STARTED_AT
 from worker.settings import NodeSettings
 
-log = logging.getLogger("pynamesrv.node")
 STORE_MAP_SIZE = 1 << 30  # sparse on tmpfs; bounds the route tables of one node
 ARENA_GLOB = "frames-*"  # the I/O workers' large-frame files (worker.frame_arena)
 log = logging.getLogger("pynamesrv.node")
@@ -29,12 +29,15 @@ def open_state(path: Path, settings: NodeSettings, now: int) -> Store:
     if store is None:
         store = Store.create(path, map_size=STORE_MAP_SIZE)
     else:
-        restored = restore_routes(store)
+        restored = restore_routes(
+            store, dialect_of(settings.config.get("rocketmqVersion")).five)
         for old in path.glob(ARENA_GLOB):
             old.unlink(missing_ok=True)
     try:
         load_into(store, str(settings.kv_config_path))
         _init_config(store, settings)
+        with store.write() as t:
+            t.put("meta", STARTED_AT, now)
     except KVConfigError as exc:
         store.close()
         raise UserError(str(exc)) from None
@@ -46,7 +49,8 @@ def open_state(path: Path, settings: NodeSettings, now: int) -> Store:
 def _log_restored(store: Store, restored: Restored, now: int) -> None:
     with store.read() as t:
         expiry = nsconfig.get_int(t, "brokerChannelExpiredTime")
-    expired = scan_not_active(store, now, expiry)
+        rules = route5 if nsconfig.dialect(t).five else route
+    expired = rules.scan_not_active(store, now, expiry)
     age = "none" if restored.newest_heartbeat is None else \
         f"{(now - restored.newest_heartbeat) / 1000:.1f}"
     log.warning("event=routes_restored brokers=%d topics=%d expired=%d newest_heartbeat_age_s=%s",

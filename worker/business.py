@@ -165,7 +165,7 @@ class BusinessWorker:
         frame (in an I/O worker's file, valid until this reply) keeps its body there for
         the codes whose handlers read it in place (``BODY_IN_PLACE``)."""
         try:
-            cmd = decode_command(frame, view_body=shared)
+            cmd = decode_command(frame, view_body=shared, fastjson2=self.ctx.dialect.five)
             if shared and cmd.body is not None and cmd.code not in BODY_IN_PLACE:
                 cmd.body = bytes(cmd.body)
         except FrameError as exc:
@@ -180,7 +180,7 @@ class BusinessWorker:
             reply = handle(self.ctx, cmd, channel, channel.partition("@")[2])
         except Exception as exc:  # handle() answers errors itself; this is the last guard
             log.exception("event=handler_crash code=%d", cmd.code)
-            reply = system_error(cmd, exc)
+            reply = self.ctx.dialect.stamp(system_error(cmd, exc))
         origin = origin_of(cmd)
         if reply is None or cmd.is_oneway:
             self.m.request(cmd.code, NO_REPLY, origin=origin)

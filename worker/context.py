@@ -7,10 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.core.clock import wall_ms
+from cluster.core.protocol.dialect import DEFAULT, Dialect
+from state import nsconfig
 from state.digest import DigestCache
 from state.store import Store
 from worker.acl import AclGuard, guard_of
 
+STARTED_AT = "started_at"  # meta table: when the node created its state (ms)
 ROUTE_CACHE_BYTES = 16 << 20  # encoded route bodies per business worker (the I/O worker keeps more)
 
 
@@ -69,9 +72,16 @@ class NodeContext:
     clock: Callable[[], int]
     route_cache: RouteCache = field(default_factory=RouteCache)
     acl: AclGuard | None = None  # None: ACL off (aclEnable=false)
+    dialect: Dialect = DEFAULT  # the release the node follows (rocketmqVersion)
+    started_at: int = 0  # ms: when the node started (5.x needWaitForService)
     digest_cache: DigestCache = field(default_factory=DigestCache)
 
     @classmethod
     def build(cls, store: Store, cfg: Any, clock: Callable[[], int] = wall_ms) -> NodeContext:
-        """From a worker config carrying node_name."""
-        return cls(store=store, node_name=cfg.node_name, clock=clock, acl=guard_of(store))
+        """From a worker config carrying node_name; the release and the node's start time
+        from the shared state."""
+        with store.read() as t:
+            dialect = nsconfig.dialect(t)
+            started_at = t.get("meta", STARTED_AT) or 0
+        return cls(store=store, node_name=cfg.node_name, clock=clock, acl=guard_of(store),
+                   dialect=dialect, started_at=started_at)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from cluster.core.protocol.frame import FrameError, FrameReader, FrameTooLarge
 from worker import limits, wire
+from worker.proxy_protocol import Prelude, ProxyError
 
 if TYPE_CHECKING:
     from worker.io_worker import Hub
@@ -51,6 +52,7 @@ class IoConfig:
     max_pending: int
     window: int
     drain_ms: int
+    dialect: str = "5.5.0"  # rocketmqVersion: the release whose replies the worker writes
     hand_off: bool = False  # hand connections with a large next frame to the large worker
     large: bool = False  # the large-frame worker: takes connections handed to it, no port
     nice: int = 0
@@ -89,6 +91,8 @@ class Connection(asyncio.BufferedProtocol):
         self._large: bytearray | memoryview | None = None  # where a large frame is read
         self._large_at = 0  # where the frame starts in it
         self._large_in = 0  # how far it is filled
+        # 5.x: the first bytes, held until a PROXY protocol header is ruled out or taken off
+        self._prelude: Prelude | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -102,6 +106,9 @@ class Connection(asyncio.BufferedProtocol):
         if not self.hub.add(self):
             transport.abort()
             return
+        if self.hub.dialect.five and not self.adopted and \
+                transport.get_extra_info("sslcontext") is None:
+            self._prelude = Prelude()
         if self._initial:
             initial, self._initial = self._initial, b""
             self.data_received(initial)
@@ -124,6 +131,8 @@ class Connection(asyncio.BufferedProtocol):
 
     def data_received(self, data: bytes) -> None:
         now = self.last_active = self.hub.now()
+        if self._prelude is not None and not self._through_prelude(data):
+            return
         try:
             frames = self.reader.feed(data)
         except FrameTooLarge as exc:
@@ -143,6 +152,28 @@ class Connection(asyncio.BufferedProtocol):
         elif self.partial_since is None or frames:
             self.partial_since = now
         self.hub.on_frames(self, frames)
+
+    def _through_prelude(self, data: bytes) -> bool:
+        """Pass the first bytes through the PROXY protocol detection (``worker.proxy_protocol``);
+        True once it is done (it feeds what follows the header itself)."""
+        assert self._prelude is not None
+        try:
+            rest = self._prelude.feed(data)
+        except ProxyError as exc:
+            log.warning("event=bad_proxy_header peer=%s error=%r", self.peer, str(exc))
+            self.close(abort=True)
+            return False
+        if rest is None:
+            if self.partial_since is None:
+                self.partial_since = self.hub.now()
+            return False
+        if self._prelude.source is not None:
+            log.info("event=proxied peer=%s source=%s", self.peer, self._prelude.source)
+        self._prelude = None
+        self.partial_since = None
+        if rest:
+            self.data_received(rest)
+        return False
 
     def _hand_off(self) -> bool:
         """Pass this connection to the large-frame worker when its next frame is large, it

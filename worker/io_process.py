@@ -13,6 +13,7 @@ from pathlib import Path
 import uvloop
 import zmq
 
+from state import nsconfig
 from state.store import Store
 from worker import wire
 from worker.frame_arena import open_arena
@@ -59,6 +60,7 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
     announce_ready(zctx, Path(cfg.run), "io", cfg.index)
     hub.pusher = Pusher(zctx, Path(cfg.run))
     await stop.wait()
+    await _go_away_window(hub, store)
     if server is not None:
         server.close()
     if receiver is not None:
@@ -79,6 +81,25 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
     store.close()
     if hub.arena is not None:
         hub.arena.close()
+
+
+def go_away_seconds(store: Store) -> float:
+    """How long a node shutting down answers GO_AWAY: ``shutdownWaitTimeSeconds`` when
+    ``enableShutdownGracefully`` is set, else 0."""
+    with store.read() as t:
+        if not nsconfig.get_bool(t, "enableShutdownGracefully"):
+            return 0.0
+        return float(nsconfig.get_int(t, "shutdownWaitTimeSeconds"))
+
+
+async def _go_away_window(hub: Hub, store: Store) -> None:
+    """5.x graceful shutdown: the port stays open and new clients get GO_AWAY for a while
+    (``worker.go_away``), so they move to another NameServer before this one goes."""
+    seconds = go_away_seconds(store)
+    if seconds > 0:
+        log.warning("event=going_away seconds=%.0f", seconds)
+        hub.going_away = True
+        await asyncio.sleep(seconds)
 
 
 async def _drain(hub: Hub, bound_s: float) -> None:

@@ -28,6 +28,7 @@ import zmq
 from cluster.core.procs import stopped_or_gone
 from cluster.core.protocol.codes import ResponseCode
 from cluster.core.protocol.command import response_to
+from cluster.core.protocol.dialect import dialect_of
 from cluster.core.protocol.frame import (
     FrameError,
     decode_command,
@@ -38,6 +39,7 @@ from worker import limits, wire
 from worker.dispatch import ROUTE_CODE as ROUTE
 from worker.dispatch import Dispatcher, Peer
 from worker.frame_arena import FrameArena
+from worker.go_away import go_away_reply
 from worker.handoff import HandoffSender
 from worker.io_connection import READ_SIZE, Connection, IoConfig
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code, origin_of
@@ -85,6 +87,8 @@ class Hub:
         self.read_view = memoryview(bytearray(READ_SIZE))
         # Where connections whose next frame is large go (None: kept here).
         self.handoff: HandoffSender | None = None
+        self.dialect = dialect_of(cfg.dialect)
+        self.going_away = False  # shutting down gracefully: new clients get GO_AWAY
 
     def now(self) -> float:
         return self.loop.time()
@@ -159,7 +163,10 @@ class Hub:
         unusual: list[int] = []  # codes of the answers from templates other than SUCCESS
         ok = SUCCESS
         for frame in frames:
-            found = header_key(frame)  # only route lookups are ever learned under a key
+            if self.going_away and self._go_away(conn, frame):
+                continue
+            # only route lookups are ever learned under a key
+            found = header_key(frame, self.dialect.five)
             if found is not None:
                 t = template(found[0])
                 if t is not None:
@@ -176,8 +183,21 @@ class Hub:
             conn.write(out[0] if len(out) == 1 else b"".join(out))
             self._count_hits(len(out), unusual, time.perf_counter() - t0)
 
+    def _go_away(self, conn: Connection, frame: bytes | memoryview) -> bool:
+        """Answer GO_AWAY to a new client's request (``worker.go_away``); False: serve it."""
+        reply = go_away_reply(frame, self.dialect)
+        if reply is None:
+            return False
+        if reply:
+            conn.write(reply)
+        self.m.request(frame_code(without_body(frame)), ResponseCode.GO_AWAY if reply else NO_REPLY)
+        return True
+
     def on_large_frame(self, conn: Connection, frame: memoryview) -> None:
         """A frame read into its own message (``wire.pair_buffer``): to the pool, as it is."""
+        if self.going_away and self._go_away(conn, frame):
+            self.lanes.release(frame)
+            return
         code = frame_code(without_body(frame))
         self.submit(conn.conn_id, frame, (None, None, time.perf_counter(), code))
 
@@ -217,7 +237,7 @@ class Hub:
         if conn is None:
             return
         try:
-            cmd = decode_command(frame)
+            cmd = decode_command(frame, fastjson2=self.dialect.five)
         except FrameError as exc:
             self.bad.hit(limits.BAD_HEADER, conn.address, str(exc))
             conn.close(abort=True)
@@ -231,7 +251,7 @@ class Hub:
         if cmd.is_oneway:
             self.m.request(cmd.code, NO_REPLY, origin=origin_of(cmd))
             return
-        conn.write(encode_command(response_to(cmd, code, remark)))
+        conn.write(encode_command(self.dialect.stamp(response_to(cmd, code, remark))))
         self.m.request(cmd.code, code, origin=origin_of(cmd))
         if t0 is not None:
             self.m.observe(cmd.code, time.perf_counter() - t0)

@@ -24,8 +24,7 @@ import zmq
 
 from cluster.core.clock import wall_ms
 from cluster.core.errors import UserError
-from state import nsconfig
-from state.route import cleanup_channel_prefix, scan_not_active
+from state import nsconfig, route, route5
 from state.store import Store
 from worker import store_home, tls, wire
 from worker.bootstrap import open_state
@@ -33,6 +32,7 @@ from worker.business import BusinessConfig
 from worker.business import run as run_business
 from worker.children import Child
 from worker.io_connection import IoConfig
+from worker.io_process import go_away_seconds
 from worker.io_process import run as run_io
 from worker.metrics import parse_snapshot
 from worker.metrics_server import MetricsBook, MetricsServer, NodeCollector
@@ -154,6 +154,7 @@ class Controller:
             write_timeout_s=float(s.write_timeout_s),
             tls_mode=s.tls_mode, tls_cert=_tls_files(s)[0], tls_key=_tls_files(s)[1],
             tls_client_auth=s.tls_client_auth, tls_trust=_tls_files(s)[3],
+            dialect=s.rocketmq_version,
             idle_timeout_s=float(s.idle_timeout_s), max_pending=s.io_max_pending,
             window=s.business_window, drain_ms=s.shutdown_drain_ms, **role)
 
@@ -241,7 +242,8 @@ class Controller:
         assert self.store is not None
         self.store.reader_check()
         if child.kind == "io":
-            removed = cleanup_channel_prefix(self.store, f"{child.index}.{pid}.")
+            rules = route5 if self._five() else route
+            removed = rules.cleanup_channel_prefix(self.store, f"{child.index}.{pid}.")
             log.warning("event=io_worker_cleanup worker=%s brokers_removed=%d", child.name, removed)
 
     def _restart_due(self, now: float) -> None:
@@ -254,9 +256,15 @@ class Controller:
         assert self.store is not None
         with self.store.read() as t:
             expired_ms = nsconfig.get_int(t, "brokerChannelExpiredTime")
-        removed = scan_not_active(self.store, self.clock(), expired_ms)
+        rules = route5 if self._five() else route
+        removed = rules.scan_not_active(self.store, self.clock(), expired_ms)
         if removed:
             log.warning("event=brokers_expired count=%d", removed)
+
+    def _five(self) -> bool:
+        assert self.store is not None
+        with self.store.read() as t:
+            return nsconfig.dialect(t).five
 
     # -- shutdown ----------------------------------------------------------
 
@@ -265,7 +273,8 @@ class Controller:
         if self.metrics_http is not None:
             self.metrics_http.close()
         io = [c for c in self.children if c.kind == "io"]
-        self._stop_group(io, self.s.shutdown_drain_ms / 1000 + 2.0)
+        going_away = go_away_seconds(self.store) if self.store is not None else 0.0
+        self._stop_group(io, going_away + self.s.shutdown_drain_ms / 1000 + 2.0)
         self._stop_group([c for c in self.children if c.kind != "io"], 3.0)
         if self.store is not None:
             self.store.close()  # kept: a restart on this data dir reopens it

@@ -14,61 +14,32 @@ from typing import Any
 
 import orjson
 
-from cluster.core.protocol import (
-    admin_bodies,
-    body_common,
-    digest_body,
-    register_body,
-    register_scan,
-    route_bodies,
-)
-from cluster.core.protocol.admin_bodies import ORDER_TOPIC_CONFIG
-from cluster.core.protocol.codes import V4_9_4, RequestCode, ResponseCode
-from cluster.core.protocol.command import RemotingCommand, java_int, response_to
+from cluster.core.protocol import admin_bodies, body_common, digest_body, route_bodies
+from cluster.core.protocol.codes import RequestCode, ResponseCode
+from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.lenient import loads_lenient
 from cluster.core.protocol.properties import PropertiesError, parse_properties
-from state import digest, kvconfig, nsconfig, queries, route
+from state import digest, kvconfig, nsconfig, queries, route, route5
 from state.snapshot import take_snapshot
+from worker import processors5
 from worker.context import NodeContext
 from worker.failures import failed
+from worker.handler_kit import (
+    MissingField,
+    crc_ok,
+    field,
+    jstr,
+    long_field,
+    ok,
+    order_kv_body,
+    present,
+    registration_body,
+)
+from worker.route_lookup import get_routeinfo_by_topic
 
 Handler = Callable[[NodeContext, RemotingCommand, str, str], RemotingCommand]
 
 RC = ResponseCode
-FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
-
-
-class MissingField(ValueError):
-    """A header field the handler needs is absent (Java fails with a NullPointerException)."""
-
-
-def _field(cmd: RemotingCommand, name: str) -> str:
-    value = cmd.field(name)
-    if value is None:
-        raise MissingField(f"header field {name} is null")
-    return value
-
-
-def _long(cmd: RemotingCommand, name: str) -> int:
-    return int(_field(cmd, name))
-
-
-def _flag(cmd: RemotingCommand, name: str) -> bool:
-    """Java Boolean.parseBoolean of an optional header field."""
-    return (cmd.field(name) or "").lower() == "true"
-
-
-def _jstr(value: str | None) -> str:
-    return "null" if value is None else value
-
-
-def _ok(cmd: RemotingCommand, ext: dict[str, str] | None = None,
-        body: bytes | None = None) -> RemotingCommand:
-    return response_to(cmd, RC.SUCCESS, ext_fields=ext, body=body)
-
-
-def _present(values: dict[str, str | None]) -> dict[str, str]:
-    return {k: v for k, v in values.items() if v is not None}
 
 
 # ---------------------------------------------------------------- KV config
@@ -80,7 +51,7 @@ def put_kv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: st
         return response_to(cmd, RC.SYSTEM_ERROR, "namespace or key is null")
     with ctx.store.write() as t:
         kvconfig.put(t, nsconfig.get(t, "kvConfigPath"), ns, key, cmd.field("value"))
-    return _ok(cmd)
+    return ok(cmd)
 
 
 def get_kv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -89,9 +60,9 @@ def get_kv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: st
     with ctx.store.read() as t:
         value = kvconfig.get(t, ns, key) if ns is not None and key is not None else None
     if value is None:
-        remark = f"No config item, Namespace: {_jstr(ns)} Key: {_jstr(key)}"
+        remark = f"No config item, Namespace: {jstr(ns)} Key: {jstr(key)}"
         return response_to(cmd, RC.QUERY_NOT_FOUND, remark, ext_fields={})
-    return _ok(cmd, {"value": value})
+    return ok(cmd, {"value": value})
 
 
 def delete_kv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -103,7 +74,7 @@ def delete_kv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer:
             kvconfig.delete(t, path, ns, key)
         else:
             kvconfig.persist(t, path)
-    return _ok(cmd)
+    return ok(cmd)
 
 
 def get_kvlist_by_namespace(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -111,71 +82,18 @@ def get_kvlist_by_namespace(ctx: NodeContext, cmd: RemotingCommand, channel: str
     ns = cmd.field("namespace")
     with ctx.store.read() as t:
         body = None if ns is None else ctx.route_cache.keep(  # kept until the tables change
-            t.generation(), ("kvlist", ns), lambda: _kv_body(t, ns))
+            t.generation(), ("kvlist", ns), lambda: _kv_body(t, ns, ctx.dialect.five))
     if body is None:
-        return response_to(cmd, RC.QUERY_NOT_FOUND, f"No config item, Namespace: {_jstr(ns)}")
-    return _ok(cmd, body=body)
+        return response_to(cmd, RC.QUERY_NOT_FOUND, f"No config item, Namespace: {jstr(ns)}")
+    return ok(cmd, body=body)
 
 
-def _kv_body(t: Any, ns: str) -> bytes | None:
+def _kv_body(t: Any, ns: str, five: bool) -> bytes | None:
     table = kvconfig.get_namespace(t, ns)
-    return None if table is None else admin_bodies.encode_kv_table(table)
+    return None if table is None else admin_bodies.encode_kv_table(table, five)
 
 
 # ---------------------------------------------------------------- broker registration
-
-def _register_body(cmd: RemotingCommand, now: int) -> register_body.RegisterBody:
-    body = None if cmd.body is None else bytes(cmd.body)  # the full decode wants bytes
-    return register_body.decode_register_body(body, _compressed(cmd), cmd.version, now_ms=now)
-
-
-def _compressed(cmd: RemotingCommand) -> bool:
-    """The header says so, or the body is a zlib stream: a 5.x broker with
-    compressedRegister=true sends compressed=false (README, compatibility table)."""
-    return register_body.is_compressed(_flag(cmd, "compressed"), cmd.body)
-
-
-def _crc_ok(cmd: RemotingCommand) -> bool:
-    """Java's check: a bodyCrc32 that is not an int32 (Integer.parseInt fails) stays 0,
-    and 0 disables the check."""
-    expected = java_int(cmd.field("bodyCrc32")) or 0
-    return expected == 0 or expected == body_common.crc32_java(cmd.body or b"")
-
-
-def _order_kv_body(t: Any) -> bytes | None:
-    if not nsconfig.get_bool(t, "returnOrderTopicConfigToBroker"):
-        return None
-    table = kvconfig.get_namespace(t, ORDER_TOPIC_CONFIG)
-    return None if table is None else admin_bodies.encode_kv_table(table)
-
-
-def _registration(ctx: NodeContext, cmd: RemotingCommand, now: int
-                  ) -> tuple[dict[str, int], list[str] | None, route.TopicTable]:
-    """(DataVersion, filter servers, topic table) of a REGISTER_BROKER request.
-
-    A body in fastjson's layout is read only up to its DataVersion; its topic table is
-    decoded here, before the write lock, when the registration will apply it, and not
-    at all when it will not (slave, unchanged DataVersion, already applied).
-    """
-    body = cmd.body
-    head = register_body.register_head(body, _compressed(cmd), cmd.version, now_ms=now)
-    if head is None or body is None:
-        rb = _register_body(cmd, now)
-        dv, filters = rb.data_version, rb.filter_servers
-        table = route.TopicTable.of_configs(rb.topic_configs)
-    else:
-        dv, filters = head.data_version, head.filter_servers
-        table = _lazy_table(body, cmd.version, now, head)
-    if _needs_queues(ctx, cmd, dv, table):
-        table.queues()
-    return dv, filters, table
-
-
-def _lazy_table(body: bytes | memoryview, version: int, now: int, head: register_body.RegisterHead
-                ) -> route.TopicTable:
-    return route.TopicTable.of_plain(register_scan.PlainTable(body, head, version, now),
-                                     lambda: register_body.topic_table_digest(body, head))
-
 
 def _needs_queues(ctx: NodeContext, cmd: RemotingCommand, dv: dict[str, int],
                   table: route.TopicTable) -> bool:
@@ -192,26 +110,28 @@ def _needs_queues(ctx: NodeContext, cmd: RemotingCommand, dv: dict[str, int],
 
 def register_broker(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                     ) -> RemotingCommand:
-    if not _crc_ok(cmd):  # the reply was made with RegisterBrokerResponseHeader: extFields {}
+    if not crc_ok(cmd):  # the reply was made with RegisterBrokerResponseHeader: extFields {}
         return response_to(cmd, RC.SYSTEM_ERROR, "crc32 not match", ext_fields={})
     now = ctx.clock()
-    dv, filters, table = _registration(ctx, cmd, now)
+    parts = registration_body(cmd, now)
+    if _needs_queues(ctx, cmd, parts.data_version, parts.table):
+        parts.table.queues()  # decoded before the write lock
     timeout = cmd.field("heartbeatTimeoutMillis")
     with ctx.store.write() as t:
         result = route.register_broker(
-            t, _field(cmd, "clusterName"), _field(cmd, "brokerAddr"), _field(cmd, "brokerName"),
-            _long(cmd, "brokerId"), cmd.field("haServerAddr"), dv, table, filters, channel,
-            now, int(timeout) if timeout else None)
-        body = _order_kv_body(t)
-    return _ok(cmd, _present(result), body)
+            t, field(cmd, "clusterName"), field(cmd, "brokerAddr"), field(cmd, "brokerName"),
+            long_field(cmd, "brokerId"), cmd.field("haServerAddr"), parts.data_version,
+            parts.table, parts.filters, channel, now, int(timeout) if timeout else None)
+        body = order_kv_body(t, ctx.dialect.five)
+    return ok(cmd, present(result), body)
 
 
 def unregister_broker(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                       ) -> RemotingCommand:
     with ctx.store.write() as t:
-        route.unregister_broker(t, _field(cmd, "clusterName"), _field(cmd, "brokerAddr"),
-                                _field(cmd, "brokerName"), _long(cmd, "brokerId"))
-    return _ok(cmd)
+        route.unregister_broker(t, field(cmd, "clusterName"), field(cmd, "brokerAddr"),
+                                field(cmd, "brokerName"), long_field(cmd, "brokerId"))
+    return ok(cmd)
 
 
 def query_data_version(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -221,56 +141,29 @@ def query_data_version(ctx: NodeContext, cmd: RemotingCommand, channel: str, pee
     dv = loads_lenient(cmd.body)
     addr = cmd.field("brokerAddr")
     if addr is None:  # Java looks up a null address: no live entry, so changed, no body
-        return _ok(cmd, {"changed": "true"})
+        return ok(cmd, {"changed": "true"})
     with ctx.store.write() as t:
         changed, stored = route.query_data_version(t, addr, dv, ctx.clock())
     body = body_common.encode_data_version(stored) if stored is not None else None
-    return _ok(cmd, {"changed": "true" if changed else "false"}, body)
+    return ok(cmd, {"changed": "true" if changed else "false"}, body)
 
 
 def broker_heartbeat(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                      ) -> RemotingCommand:
     with ctx.store.write() as t:
-        route.broker_heartbeat(t, _field(cmd, "brokerAddr"), ctx.clock())
-    return _ok(cmd)
+        route.broker_heartbeat(t, field(cmd, "brokerAddr"), ctx.clock())
+    return ok(cmd)
 
 
 # ---------------------------------------------------------------- route queries
 
-def _route_body(ctx: NodeContext, t: Any, topic: str, standard: bool) -> bytes | None:
-    order = kvconfig.get(t, ORDER_TOPIC_CONFIG, topic) \
-        if nsconfig.get_bool(t, "orderMessageEnable") else None
-    key = (topic, standard, order)
-    body = ctx.route_cache.get(t.generation(), key)
-    if body is None:
-        data = queries.pickup_topic_route_data(t, topic, ctx.route_cache.brokers)
-        if data is None:
-            return None
-        data["orderTopicConf"] = order
-        body = route_bodies.encode_topic_route(data, standard)
-        ctx.route_cache.put(key, body)
-    return body
-
-
-def get_routeinfo_by_topic(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
-                           ) -> RemotingCommand:
-    topic = cmd.field("topic")
-    standard = cmd.version >= V4_9_4 or _flag(cmd, "acceptStandardJsonOnly")
-    with ctx.store.read() as t:
-        body = None if topic is None else _route_body(ctx, t, topic, standard)
-    if body is None:
-        remark = (f"No topic route info in name server for the topic: {_jstr(topic)}"
-                  f"\nSee {FAQ_URL} for further details.")
-        return response_to(cmd, RC.TOPIC_NOT_EXIST, remark)
-    return _ok(cmd, body=body)
-
-
 def get_broker_cluster_info(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                             ) -> RemotingCommand:
+    five = ctx.dialect.five
     with ctx.store.read() as t:
         body = ctx.route_cache.keep(t.generation(), ("cluster_info",), lambda: (
-            route_bodies.encode_cluster_info(*queries.cluster_info(t))))
-    return _ok(cmd, body=body)
+            route_bodies.encode_cluster_info(*queries.cluster_info(t), five)))
+    return ok(cmd, body=body)
 
 
 def get_broker_member_group(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -278,7 +171,7 @@ def get_broker_member_group(ctx: NodeContext, cmd: RemotingCommand, channel: str
     cluster, name = cmd.field("clusterName"), cmd.field("brokerName")
     with ctx.store.read() as t:
         addrs = queries.broker_member_group(t, name) if name is not None else {}
-    return _ok(cmd, body=route_bodies.encode_broker_member_group(cluster, name, addrs))
+    return ok(cmd, body=route_bodies.encode_broker_member_group(cluster, name, addrs))
 
 
 # ---------------------------------------------------------------- topic lists
@@ -287,14 +180,26 @@ def _disabled(cmd: RemotingCommand) -> RemotingCommand:
     return response_to(cmd, RC.SYSTEM_ERROR, "disable")
 
 
+def _list_body(ctx: NodeContext, t: Any, key: tuple[Any, ...],
+               build: Callable[[], bytes]) -> bytes:
+    """A topic list's body, kept with the route bodies for the store generation: ordering a
+    big cluster's topics as Java's maps iterate them takes a second for 70,000 topics."""
+    body = ctx.route_cache.get(t.generation(), key)
+    if body is None:
+        body = build()
+        ctx.route_cache.put(key, body)
+    return body
+
+
 def get_all_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                        ) -> RemotingCommand:
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableAllTopicList"):
             return _disabled(cmd)
-        body = ctx.route_cache.keep(t.generation(), ("all_topics",),
-                                    lambda: admin_bodies.encode_topic_list(queries.all_topics(t)))
-    return _ok(cmd, body=body)
+        five = ctx.dialect.five
+        body = _list_body(ctx, t, ("all topics",), lambda: admin_bodies.encode_topic_list(
+            queries.all_topics(t, five), five=five))
+    return ok(cmd, body=body)
 
 
 def get_topics_by_cluster(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -303,17 +208,18 @@ def get_topics_by_cluster(ctx: NodeContext, cmd: RemotingCommand, channel: str, 
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableTopicList"):
             return _disabled(cmd)
-        topics = (lambda: queries.topics_by_cluster(t, cluster)) if cluster is not None else list
-        body = ctx.route_cache.keep(t.generation(), ("cluster_topics", cluster),
-                                    lambda: admin_bodies.encode_topic_list(topics()))
-    return _ok(cmd, body=body)
+        five = ctx.dialect.five
+        body = _list_body(ctx, t, ("cluster topics", cluster), lambda: admin_bodies.
+                          encode_topic_list(queries.topics_by_cluster(t, cluster, five)
+                                            if cluster is not None else [], five=five))
+    return ok(cmd, body=body)
 
 
 def get_system_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                           ) -> RemotingCommand:
     with ctx.store.read() as t:
-        topics, addr = queries.system_topics(t)
-    return _ok(cmd, body=admin_bodies.encode_topic_list(topics, addr))
+        topics, addr = queries.system_topics(t, ctx.dialect.five)
+    return ok(cmd, body=admin_bodies.encode_topic_list(topics, addr, ctx.dialect.five))
 
 
 def get_unit_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -321,8 +227,11 @@ def get_unit_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, pe
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableTopicList"):
             return _disabled(cmd)
-        topics = queries.unit_topics(t, UNIT_LISTS[cmd.code])
-    return _ok(cmd, body=admin_bodies.encode_topic_list(topics))
+        five = ctx.dialect.five
+        body = _list_body(ctx, t, ("unit topics", cmd.code), lambda: admin_bodies.
+                          encode_topic_list(queries.unit_topics(t, UNIT_LISTS[cmd.code], five),
+                                            five=five))
+    return ok(cmd, body=body)
 
 
 # ---------------------------------------------------------------- admin writes
@@ -334,7 +243,7 @@ def wipe_write_perm(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: 
     if name is not None:
         with ctx.store.write() as t:
             count = route.change_write_perm(t, name, add=False)
-    return _ok(cmd, {"wipeTopicCount": str(count)})
+    return ok(cmd, {"wipeTopicCount": str(count)})
 
 
 def add_write_perm(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -344,7 +253,7 @@ def add_write_perm(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: s
     if name is not None:
         with ctx.store.write() as t:
             count = route.change_write_perm(t, name, add=True)
-    return _ok(cmd, {"addTopicCount": str(count)})
+    return ok(cmd, {"addTopicCount": str(count)})
 
 
 def delete_topic(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -353,18 +262,19 @@ def delete_topic(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
     if topic is not None:
         with ctx.store.write() as t:
             route.delete_topic(t, topic, cmd.field("clusterName"))
-    return _ok(cmd)
+    return ok(cmd)
 
 
 def register_topic(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                    ) -> RemotingCommand:
-    topic = _field(cmd, "topic")
+    """5.x's code: a missing topic fails inside registerTopic, which Java catches (SUCCESS)."""
+    topic = cmd.field("topic")
     data = loads_lenient(cmd.body) if cmd.body else None
     queue_datas = (data or {}).get("queueDatas") or []
-    if queue_datas:
+    if queue_datas and topic is not None:
         with ctx.store.write() as t:
             route.register_topic(t, topic, queue_datas)
-    return _ok(cmd)
+    return ok(cmd)
 
 
 # ---------------------------------------------------------------- namesrv config
@@ -372,7 +282,7 @@ def register_topic(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: s
 def update_namesrv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                           ) -> RemotingCommand:
     if not cmd.body:
-        return _ok(cmd)
+        return ok(cmd)
     try:
         props = parse_properties(cmd.body.decode("utf-8"))
     except (PropertiesError, UnicodeDecodeError):
@@ -381,7 +291,7 @@ def update_namesrv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, 
         refused = nsconfig.update(t, props)
     if refused is not None:
         return response_to(cmd, REFUSAL_CODES[refused.reason], refused.message)
-    return _ok(cmd)
+    return ok(cmd)
 
 
 def get_namesrv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -390,13 +300,13 @@ def get_namesrv_config(ctx: NodeContext, cmd: RemotingCommand, channel: str, pee
     everything = (cmd.field("all") or "").strip().lower() == "true"
     with ctx.store.read() as t:
         text = nsconfig.properties_text(t, everything)
-    return _ok(cmd, body=text.encode("utf-8") if text else None)
+    return ok(cmd, body=text.encode("utf-8") if text else None)
 
 
 def get_node_snapshot(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                       ) -> RemotingCommand:
     snap = take_snapshot(ctx.store, ctx.node_name, ctx.clock())
-    return _ok(cmd, body=orjson.dumps(snap))
+    return ok(cmd, body=orjson.dumps(snap))
 
 
 def get_node_digest(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
@@ -406,7 +316,7 @@ def get_node_digest(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: 
     except digest_body.DigestQueryError as exc:
         return response_to(cmd, RC.SYSTEM_ERROR, f"GET_NODE_DIGEST: {exc}")
     reply = digest.answer(ctx.store, ctx.node_name, ctx.clock(), query, ctx.digest_cache)
-    return _ok(cmd, body=orjson.dumps(reply))
+    return ok(cmd, body=orjson.dumps(reply))
 
 
 # ---------------------------------------------------------------- outcomes and codes
@@ -431,7 +341,7 @@ UNIT_LISTS: dict[int, queries.UnitList] = {
 
 # ---------------------------------------------------------------- dispatch
 
-HANDLERS: dict[int, Handler] = {
+HANDLERS: dict[int, Handler] = {  # a node following 4.9.8
     RQ.PUT_KV_CONFIG: put_kv_config,
     RQ.GET_KV_CONFIG: get_kv_config,
     RQ.DELETE_KV_CONFIG: delete_kv_config,
@@ -458,11 +368,12 @@ HANDLERS: dict[int, Handler] = {
     RQ.GET_NODE_SNAPSHOT: get_node_snapshot,
     RQ.GET_NODE_DIGEST: get_node_digest,
 }
+HANDLERS5: dict[int, Handler] = {**HANDLERS, **processors5.OVERRIDES}  # following 5.x
 
 
 def _dispatch(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
               ) -> RemotingCommand:
-    handler = HANDLERS.get(cmd.code)
+    handler = (HANDLERS5 if ctx.dialect.five else HANDLERS).get(cmd.code)
     if handler is None:
         return response_to(cmd, RC.REQUEST_CODE_NOT_SUPPORTED,
                            f" request type {cmd.code} not supported")
@@ -482,16 +393,20 @@ def handle(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
         return None
     refused = ctx.acl.check(cmd, peer) if ctx.acl is not None else None
     if refused is not None:
-        return None if cmd.is_oneway else response_to(cmd, RC.NO_PERMISSION, refused)
-    reply = _dispatch(ctx, cmd, channel, peer)
-    return None if cmd.is_oneway else reply
+        reply = response_to(cmd, RC.NO_PERMISSION, refused)
+    else:
+        reply = _dispatch(ctx, cmd, channel, peer)
+    return None if cmd.is_oneway else ctx.dialect.stamp(reply)
 
 
 def on_channel_destroy(ctx: NodeContext, closed: list[tuple[str, str]]) -> None:
-    """Connections closed: forget the brokers registered over them (one write). A
-    connection that registered none removes the broker at its own address (Java's
-    peer-address fallback); with ACL on, only when a registration from that address needs
-    no signature either (``globalWhiteRemoteAddresses``)."""
+    """Connections closed: forget the brokers registered over them (one write). 5.x finds
+    them by their channel only; 4.9 also by the connection's peer address: a connection
+    that registered none removes the broker at its own address, with ACL on only when a
+    registration from that address needs no signature either (``globalWhiteRemoteAddresses``)."""
+    if ctx.dialect.five:
+        route5.on_channels_destroyed(ctx.store, [ch for ch, _ in closed])
+        return
     guard = ctx.acl
     route.on_channels_destroyed(ctx.store, [
         (ch, peer if peer and (guard is None or guard.unsigned_may_register(peer)) else None)

@@ -46,15 +46,20 @@ _CACHEABLE = (ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST)
 HeaderKey = bytes  # a request header without its opaque
 
 
-def header_key(frame: bytes) -> tuple[HeaderKey, bytes] | None:
-    """(header without its opaque, the opaque's bytes as sent) of a frame, or None."""
+def header_key(frame: bytes, json_replies: bool = False) -> tuple[HeaderKey, bytes] | None:
+    """(header without its opaque, the opaque's bytes as sent) of a frame, or None.
+    `json_replies` (5.x answers every request in JSON): a binary header's opaque is given
+    as the decimal digits a JSON reply carries."""
     if len(frame) < 8:
         return None
     end = 4 + (_WORD.unpack_from(frame, 0)[0] & _HLEN)
     if frame[0] == _BINARY:  # the serialize type is the header word's top byte
         if end < _BIN_TAIL:
             return None
-        return b"\x01" + frame[_BIN_HEAD] + frame[_BIN_TAIL:end], frame[_BIN_OPAQUE]
+        opaque = frame[_BIN_OPAQUE]
+        if json_replies:
+            opaque = b"%d" % int.from_bytes(opaque, "big", signed=True)
+        return b"\x01" + frame[_BIN_HEAD] + frame[_BIN_TAIL:end], opaque
     m = _OPAQUE.search(frame, 4, end)
     if m is None:
         return None

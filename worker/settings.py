@@ -51,6 +51,7 @@ class NodeSettings:
     tls_trust: str
     metrics_port: int
     metrics_host: str
+    rocketmq_version: str
     config: dict[str, str]  # every key's text: schema keys resolved, then unknown file keys
     file_keys: tuple[str, ...]  # the config file's keys in file order
 

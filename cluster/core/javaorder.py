@@ -9,21 +9,33 @@ keeps replies and admin output identical to Java's (Java 8+ `HashMap`, Java 9+
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from typing import TypeVar
 
 K = TypeVar("K")
 
 _MAX_TABLE = 1 << 30
+HASHES_KEPT = 1 << 18  # names whose hash is remembered (the topics of a big cluster fit)
 # java.util.Properties() is a ConcurrentHashMap(8): 16 bins (Java 9 and later).
-_PROPERTIES_BINS = 16
+_DEFAULT_BINS = 16
 
 
+@lru_cache(maxsize=HASHES_KEPT)
 def string_hash(s: str) -> int:
-    """`java.lang.String.hashCode()` as a signed 32-bit value."""
+    """`java.lang.String.hashCode()` as a signed 32-bit value over UTF-16 code units
+    (remembered: the same topic names are ordered again and again)."""
+    units: Iterable[int]
+    if s.isascii():  # one UTF-16 code unit per character
+        units = s.encode("ascii")
+    else:
+        units = array("H", s.encode("utf-16-le" if sys.byteorder == "little" else "utf-16-be",
+                                    "surrogatepass"))
     h = 0
-    for unit in s.encode("utf-16-be").hex(" ", 2).split():
-        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    for unit in units:
+        h = (31 * h + unit) & 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h
 
 
@@ -69,27 +81,29 @@ def java_sorted(names: Iterable[str]) -> list[str]:
     return sorted(set(names), key=utf16_key)
 
 
-# ----------------------------------------------------------------- Properties
+# ------------------------------------------------------- ConcurrentHashMap, Properties
 
 
+@lru_cache(maxsize=HASHES_KEPT)
 def _chm_spread(key: str) -> int:
     return _spread(string_hash(key)) & 0x7FFFFFFF
 
 
-class JavaProperties:
-    """Keys of a `java.util.Properties` (a `ConcurrentHashMap`, 16 bins, since Java 9).
+class ConcurrentKeys:
+    """Keys of a `ConcurrentHashMap` (also `java.util.Properties` since Java 9 and
+    `ConcurrentHashMap.newKeySet()`), ``bins`` bins to start with (16 by default).
 
     Bins are iterated in index order, a bin's chain in insertion order; growth at 3/4
     load splits each chain as `ConcurrentHashMap.transfer` does.
     """
 
-    def __init__(self) -> None:
-        self.bins: list[list[str]] = [[] for _ in range(_PROPERTIES_BINS)]
+    def __init__(self, bins: int = _DEFAULT_BINS) -> None:
+        self.bins: list[list[str]] = [[] for _ in range(bins)]
         self.count = 0
 
     @classmethod
-    def of(cls, keys: Iterable[str]) -> JavaProperties:
-        props = cls()
+    def of(cls, keys: Iterable[str], bins: int = _DEFAULT_BINS) -> ConcurrentKeys:
+        props = cls(bins)
         for key in keys:
             props.put(key)
         return props
@@ -136,4 +150,20 @@ def _split(chain: Sequence[str], n: int) -> tuple[list[str], list[str]]:
 
 def properties_order(keys: Iterable[str]) -> list[str]:
     """``keys`` in put order -> the order a fresh `Properties` iterates them."""
-    return JavaProperties.of(keys).ordered()
+    return ConcurrentKeys.of(keys).ordered()
+
+
+def concurrent_capacity(initial: int) -> int:
+    """Bins of `new ConcurrentHashMap<>(initial)`: the power of two at or above 1.5 × initial
+    + 1 (1024 → 2048)."""
+    wanted = initial + (initial >> 1) + 1
+    size = 1
+    while size < wanted:
+        size <<= 1
+    return size
+
+
+def concurrent_order(keys: Iterable[str], bins: int = _DEFAULT_BINS) -> list[str]:
+    """``keys``, put in this order into a `ConcurrentHashMap` of ``bins`` bins, in the order
+    it iterates them."""
+    return ConcurrentKeys.of(keys, bins).ordered()

@@ -6,7 +6,8 @@ supervisor, the node's loading of that file (``worker.settings``), the shared ru
 config behind GET/UPDATE_NAMESRV_CONFIG (``state.nsconfig``) and the settings tables
 of README.md and docs/architecture.md (``python -m cluster.core.settings_schema --markdown``).
 
-Pure: imports nothing of the project but ``cluster.core.errors``.
+Pure: imports nothing of the project but ``cluster.core.errors`` and the release names of
+``cluster.core.protocol.dialect``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from enum import Enum
 from typing import Any
 
 from cluster.core.errors import ConfigError
+from cluster.core.protocol.dialect import DEFAULT as DEFAULT_DIALECT
+from cluster.core.protocol.dialect import NAMES as DIALECT_NAMES
 
 Value = int | bool | str
 INT32 = (-(2**31), 2**31 - 1)
@@ -56,7 +59,9 @@ class Setting:
 
     ``default`` None: derived when the node starts (``meaning`` says how).
     ``java``: the Java 4.9.8 class that declares the field ("" for pynamesrv's own keys);
-    those keys, in declaration order, make up the default GET_NAMESRV_CONFIG answer.
+    those keys, in declaration order, make up the default GET_NAMESRV_CONFIG answer of a
+    node in 4.9.8 mode. ``java5``: the same for Java 5.5.0 (a node in 5.x mode answers
+    those keys, sorted).
     ``yaml``: settable in cluster.yaml (``defaults`` and ``nodes[].settings``).
     ``attr``: the node's ``NodeSettings`` attribute, "" when only the shared runtime
     config holds the value (read at each use).
@@ -72,6 +77,7 @@ class Setting:
     update: Update = Update.REFUSED
     yaml: bool = False
     java: str = ""
+    java5: str = ""
     attr: str = ""
     choices: tuple[str, ...] = ()  # the values a string setting may take, when restricted
 
@@ -128,43 +134,51 @@ _I, _B, _S, _P = Kind.INT, Kind.BOOL, Kind.STR, Kind.PATH
 _U = Update
 
 
-def _netty_knob(key: str, kind: Kind, default: Value, meaning: str) -> Setting:
+def _netty_knob(key: str, kind: Kind, default: Value, meaning: str, since5: bool = False
+                ) -> Setting:
     """A Netty setting pynamesrv accepts and reports with Java's default, and ignores."""
     lo, hi = INT32 if kind is Kind.INT else (0, 0)
     return Setting(key, kind, default, f"Java Netty setting; {meaning}", lo, hi,
-                   update=_U.IGNORED, java=_NETTY)
+                   update=_U.IGNORED, java="" if since5 else _NETTY, java5=_NETTY)
+
+
+def _pool_knob(key: str, default: int, meaning: str) -> Setting:
+    """A 5.x NamesrvConfig thread-pool setting pynamesrv accepts and reports, and ignores."""
+    return Setting(key, Kind.INT, default, f"Java 5.x setting; {meaning}", *INT32,
+                   update=_U.IGNORED, java5=_NS)
 
 
 SETTINGS: tuple[Setting, ...] = (
     # NamesrvConfig 4.9.8, in declaration order.
     Setting("rocketmqHome", _S, None, "`$ROCKETMQ_HOME`, else the pynamesrv installation "
-            "directory; informational", update=_U.PROTECTED, java=_NS),
+            "directory; informational", update=_U.PROTECTED, java=_NS, java5=_NS),
     Setting("kvConfigPath", _P, "kvConfig.json", "KV config file (Java format), relative "
-            "to the node's data dir", update=_U.PROTECTED, yaml=True, java=_NS,
+            "to the node's data dir", update=_U.PROTECTED, yaml=True, java=_NS, java5=_NS,
             attr="kv_config_path"),
     Setting("configStorePath", _P, None, "where UPDATE_NAMESRV_CONFIG persists: the "
             "`--config` file, else `namesrv.properties` in the data dir", update=_U.PROTECTED,
-            java=_NS, attr="config_store_path"),
+            java=_NS, java5=_NS, attr="config_store_path"),
     Setting("productEnvName", _S, "center", "Java cluster-test environment name",
-            update=_U.IGNORED, java=_NS),
+            update=_U.IGNORED, java=_NS, java5=_NS),
     Setting("clusterTest", _B, False, "Java cluster-test mode (not implemented)",
-            update=_U.IGNORED, java=_NS),
+            update=_U.IGNORED, java=_NS, java5=_NS),
     Setting("orderMessageEnable", _B, False, "`orderTopicConf` in route replies",
-            update=_U.LIVE, yaml=True, java=_NS),
+            update=_U.LIVE, yaml=True, java=_NS, java5=_NS),
     Setting("configBlackList", _S, "configBlackList;configStorePath;kvConfigPath",
             "`;`-separated keys UPDATE_NAMESRV_CONFIG refuses (always also `configBlackList`, "
             "`configStorePath`, `kvConfigPath`, `rocketmqHome`, `aclFile`)",
-            update=_U.PROTECTED, yaml=True, java=_NS),
+            update=_U.PROTECTED, yaml=True, java=_NS, java5=_NS),
     # NettyServerConfig 4.9.8, in declaration order.
     Setting("listenPort", _I, 9876, "TCP port (`--port` wins)", 1, 65535,
-            update=_U.RESTART, java=_NETTY, attr="port"),
+            update=_U.RESTART, java=_NETTY, java5=_NETTY, attr="port"),
     _netty_knob("serverWorkerThreads", _I, 8, "request threads"),
     _netty_knob("serverCallbackExecutorThreads", _I, 0, "callback threads"),
     _netty_knob("serverSelectorThreads", _I, 3, "selector threads"),
     _netty_knob("serverOnewaySemaphoreValue", _I, 256, "server-initiated oneway calls"),
     _netty_knob("serverAsyncSemaphoreValue", _I, 64, "server-initiated async calls"),
     Setting("serverChannelMaxIdleTimeSeconds", _I, 120, "idle connections are closed after "
-            "this", 1, 86_400, "s", _U.RESTART, yaml=True, java=_NETTY, attr="idle_timeout_s"),
+            "this", 1, 86_400, "s", _U.RESTART, yaml=True, java=_NETTY, java5=_NETTY,
+            attr="idle_timeout_s"),
     _netty_knob("serverSocketSndBufSize", _I, 0, "socket send buffer"),
     _netty_knob("serverSocketRcvBufSize", _I, 0, "socket receive buffer"),
     _netty_knob("writeBufferHighWaterMark", _I, 0, "write buffer high water mark"),
@@ -172,18 +186,52 @@ SETTINGS: tuple[Setting, ...] = (
     _netty_knob("serverSocketBacklog", _I, 1024, "listen backlog"),
     _netty_knob("serverPooledByteBufAllocatorEnable", _B, True, "pooled buffers"),
     _netty_knob("useEpollNativeSelector", _B, False, "epoll transport"),
+    # NamesrvConfig and NettyServerConfig 5.5.0 keys 4.9.8 lacks.
+    _pool_knob("clientRequestThreadPoolNums", 8, "route lookup threads"),
+    _pool_knob("defaultThreadPoolNums", 16, "request threads"),
+    _pool_knob("clientRequestThreadPoolQueueCapacity", 50_000, "route lookup queue"),
+    _pool_knob("defaultThreadPoolQueueCapacity", 10_000, "request queue"),
+    _pool_knob("unRegisterBrokerQueueCapacity", 3000, "queued unregistrations (pynamesrv "
+               "applies each at once)"),
+    Setting("supportActingMaster", _B, False, "route answers show the lowest-id slave of a "
+            "group whose master is gone as its master (id 0), read-only, when the group "
+            "registered with `enableActingMaster`", update=_U.LIVE, yaml=True, java5=_NS),
+    Setting("notifyMinBrokerIdChanged", _B, False, "Java 5.x setting; NameServer-to-broker "
+            "notifications (not implemented)", update=_U.IGNORED, java5=_NS),
+    Setting("enableControllerInNamesrv", _B, False, "Java 5.x setting; the embedded DLedger "
+            "controller (not implemented)", update=_U.IGNORED, java5=_NS),
+    Setting("needWaitForService", _B, False, "route lookups are answered SYSTEM_ERROR `name "
+            "server not ready` until `waitSecondsForService` after the node started",
+            update=_U.LIVE, yaml=True, java5=_NS),
+    Setting("waitSecondsForService", _I, 45, "the not-ready window of `needWaitForService`",
+            0, 86_400, "s", _U.LIVE, yaml=True, java5=_NS),
+    Setting("deleteTopicWithBrokerRegistration", _B, False, "a master's (or acting master's) "
+            "registration removes its queue data from the topics its table lacks (no static "
+            "topics in the table)", update=_U.LIVE, yaml=True, java5=_NS),
+    _netty_knob("serverNettyWorkerGroupEnable", _B, True, "worker event loop group",
+                since5=True),
+    Setting("enableShutdownGracefully", _B, False, "on SIGTERM, answer GO_AWAY (1500) to "
+            "clients newer than 5.3.1 for `shutdownWaitTimeSeconds` before stopping",
+            update=_U.LIVE, yaml=True, java5=_NETTY),
+    Setting("shutdownWaitTimeSeconds", _I, 30, "GO_AWAY window of `enableShutdownGracefully`",
+            0, 3600, "s", _U.LIVE, yaml=True, java5=_NETTY),
     # pynamesrv's own keys (5.x names where 5.x has one).
-    Setting("bindAddress", _S, "127.0.0.1", "listen address (`--host` wins)", attr="host"),
+    Setting("rocketmqVersion", _S, DEFAULT_DIALECT.value, "the Java release the node follows "
+            "where 4.9.8 and 5.x answer differently (README \"Compatibility\"); either serves "
+            "4.9 and 5.x brokers and clients", yaml=True, attr="rocketmq_version",
+            choices=DIALECT_NAMES),
+    Setting("bindAddress", _S, "127.0.0.1", "listen address (`--host` wins)", java5=_NETTY,
+            attr="host"),
     Setting("nodeName", _S, None, "name in logs and snapshots (`--name` wins), else "
             "`node-<port>`", attr="name"),
     Setting("returnOrderTopicConfigToBroker", _B, True, "order-topic KV table in "
-            "REGISTER_BROKER replies", update=_U.LIVE, yaml=True),
+            "REGISTER_BROKER replies", update=_U.LIVE, yaml=True, java5=_NS),
     Setting("enableAllTopicList", _B, True, "allow request code 206", update=_U.LIVE,
-            yaml=True),
+            yaml=True, java5=_NS),
     Setting("enableTopicList", _B, True, "allow request codes 224 and 311–313",
-            update=_U.LIVE, yaml=True),
+            update=_U.LIVE, yaml=True, java5=_NS),
     Setting("scanNotActiveBrokerInterval", _I, 5000, "time between broker expiry scans (one "
-            "scan per node)", 10, 3_600_000, "ms", _U.LIVE, yaml=True),
+            "scan per node)", 10, 3_600_000, "ms", _U.LIVE, yaml=True, java5=_NS),
     Setting("brokerChannelExpiredTime", _I, 120_000, "time without a heartbeat before a "
             "broker expires", 100, 86_400_000, "ms", _U.LIVE, yaml=True),
     Setting("frameMaxLength", _I, 16_777_216, "largest frame accepted (`total + 4`)",
@@ -277,6 +325,9 @@ def java_fields(java_class: str) -> list[str]:
     return [s.key for s in SETTINGS if s.java == java_class]
 
 
+JAVA5_KEYS = frozenset(s.key for s in SETTINGS if s.java5)  # Java 5.5.0's config fields
+
+
 JAVA_CLASSES = (_NS, _NETTY)  # registered in this order by Java's NamesrvController
 
 
@@ -335,10 +386,18 @@ def markdown_node() -> str:
     """docs/architecture.md table: every key a node reads from its properties file."""
     head = ["key", "default", "range", "unit", "GET_NAMESRV_CONFIG", "UPDATE_NAMESRV_CONFIG",
             "meaning"]
-    rows = [_row([f"`{s.key}`", _code(s.default), _range(s), s.unit,
-                  "always" if s.java else "`all=true`", s.update.value, s.meaning])
-            for s in SETTINGS]
+    rows = [_row([f"`{s.key}`", _code(s.default), _range(s), s.unit, _shown(s),
+                  s.update.value, s.meaning]) for s in SETTINGS]
     return "\n".join([_row(head), _row(["---"] * len(head)), *rows]) + "\n"
+
+
+def _shown(s: Setting) -> str:
+    """When GET_NAMESRV_CONFIG lists a key, by the release the node follows."""
+    if s.java and s.java5:
+        return "always"
+    if s.java5:
+        return "5.x; 4.9: `all=true`"
+    return "`all=true`"
 
 
 TABLES = {"cluster": markdown_cluster, "node": markdown_node}

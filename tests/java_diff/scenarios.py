@@ -33,6 +33,15 @@ def _addr(p: str, n: int) -> str:
     return f"10.{index // 250}.{index % 250}.{n}:{10911 + n}"
 
 
+def unregister_step(label: str, cluster: str, name: str, addr: str, broker_id: int,
+                    st: SerializeType) -> Step:
+    """UNREGISTER_BROKER, settled once `addr` has no live entry in `cluster`: 5.x answers
+    when it has queued the request and applies it a moment later."""
+    return Step(label, b.unregister(cluster, name, addr, broker_id, st),
+                settle=b.query_data_version(cluster, name, addr, broker_id, DV1),
+                until=lambda r: r.body is None)
+
+
 def contains(text: str) -> Callable[[RemotingCommand], bool]:
     return lambda r: r.body is not None and text.encode() in r.body
 
@@ -112,11 +121,11 @@ def master_slave(p: str, st: SerializeType) -> list[Step]:
         Step("qdv without body", b.query_data_version(c, n, m, 0, None, st), conn=m),
         Step("qdv without brokerAddr", b.cmd(RQ.QUERY_DATA_VERSION, {"brokerName": n},
                                              body_common.encode_data_version(DV1), st)),
-        Step("master unregisters", b.unregister(c, n, m, 0, st)),
+        unregister_step("master unregisters", c, n, m, 0, st),
         Step("cluster info, slave left", b.cluster_info(st)),
         Step("route, slave left", b.route(t1, st)),
         Step("route v0, slave left", b.route(t1, st, version=0)),
-        Step("slave unregisters", b.unregister(c, n, s, 1, st)),
+        unregister_step("slave unregisters", c, n, s, 1, st),
         *queries(p, st, [t1]),
     ]
 
@@ -128,11 +137,11 @@ def slave_then_master_leave(p: str, st: SerializeType) -> list[Step]:
         Step("master registers", b.register(c, n, m, 0, [b.topic(f"{p}T")], DV1, stype=st),
              conn=m),
         Step("slave registers", b.register(c, n, s, 1, [], DV1, stype=st), conn=s),
-        Step("slave unregisters", b.unregister(c, n, s, 1, st)),
+        unregister_step("slave unregisters", c, n, s, 1, st),
         Step("cluster info", b.cluster_info(st)),
-        Step("master unregisters", b.unregister(c, n, m, 0, st)),
+        unregister_step("master unregisters", c, n, m, 0, st),
         Step("cluster info, both gone", b.cluster_info(st)),
-        Step("unregister unknown", b.unregister(c, f"{p}zz", m, 0, st)),
+        unregister_step("unregister unknown", c, f"{p}zz", m, 0, st),
     ]
 
 
@@ -143,7 +152,7 @@ def id_switch(p: str, st: SerializeType) -> list[Step]:
     return [
         Step("master", b.register(c, n, m, 0, [b.topic(tp)], DV1, stype=st), conn=m),
         Step("slave", b.register(c, n, s, 1, [b.topic(tp)], DV1, stype=st), conn=s),
-        Step("master leaves", b.unregister(c, n, m, 0, st)),
+        unregister_step("master leaves", c, n, m, 0, st),
         Step("slave becomes master", b.register(c, n, s, 0, [b.topic(tp, queues=3)], DV2,
                                                 stype=st), conn=s),
         Step("cluster info", b.cluster_info(st)),
@@ -168,7 +177,7 @@ def two_clusters(p: str, st: SerializeType) -> list[Step]:
         Step("cluster info", b.cluster_info(st)),
         Step("topics by C1", b.plain(RQ.GET_TOPICS_BY_CLUSTER, st, cluster=f"{p}C1")),
         Step("topics by C2", b.plain(RQ.GET_TOPICS_BY_CLUSTER, st, cluster=f"{p}C2")),
-        Step("unregister from C2", b.unregister(f"{p}C2", n, m, 0, st)),
+        unregister_step("unregister from C2", f"{p}C2", n, m, 0, st),
         Step("cluster info after", b.cluster_info(st)),
         Step("system topics", b.plain(RQ.GET_SYSTEM_TOPIC_LIST_FROM_NS, st)),
     ]
@@ -274,8 +283,8 @@ def order_topics(p: str, st: SerializeType) -> list[Step]:
 def oneway_and_close(p: str, st: SerializeType) -> list[Step]:
     c, n, m = f"{p}C", f"{p}b", _addr(p, 1)
     return [
-        Step("oneway register", b.register(c, n, m, 0, [b.topic(f"{p}T")], DV1, stype=st,
-                                           oneway=True), conn=m,
+        Step("oneway register", b.register(c, n, m, 0, [b.topic(f"{p}T"), b.topic(f"{p}T2")],
+                                           DV1, stype=st, oneway=True), conn=m,
              settle=b.cluster_info(), until=contains(m)),
         Step("route after oneway", b.route(f"{p}T", st)),
         Step("close the broker's connection", conn=m, close=True,
@@ -289,10 +298,10 @@ def several_brokers_one_connection(p: str, st: SerializeType) -> list[Step]:
     c, a1, a2 = f"{p}C", _addr(p, 1), _addr(p, 2)
     shared = f"{p}shared connection"
     gone_one = b.cluster_info()
+    topics = [b.topic(f"{p}T"), b.topic(f"{p}T2")]
     return [
-        Step("first broker", b.register(c, f"{p}b1", a1, 0, [b.topic(f"{p}T")], DV1, stype=st),
-             conn=shared),
-        Step("second broker", b.register(c, f"{p}b2", a2, 0, [b.topic(f"{p}T")], DV1, stype=st),
+        Step("first broker", b.register(c, f"{p}b1", a1, 0, topics, DV1, stype=st), conn=shared),
+        Step("second broker", b.register(c, f"{p}b2", a2, 0, topics, DV1, stype=st),
              conn=shared),
         Step("close the shared connection", conn=shared, close=True, settle=gone_one,
              until=lambda r: lacks(a1)(r) or lacks(a2)(r)),
@@ -345,7 +354,7 @@ def ten_thousand_topics(p: str, st: SerializeType) -> list[Step]:
         Step("unit topics", b.plain(RQ.GET_UNIT_TOPIC_LIST, st)),
         Step("route first", b.route(f"{p}T00000", st)),
         Step("route last", b.route(f"{p}T09999", st, version=0)),
-        Step("unregister", b.unregister(c, n, m, 0, st)),
+        unregister_step("unregister", c, n, m, 0, st),
         Step("all topics after", b.plain(RQ.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, st)),
     ]
 

@@ -19,7 +19,7 @@ CFG = IoConfig(index=0, parent=0, host="127.0.0.1", port=0, run="", store_path="
                requests_max=1000, frame_timeout_s=10.0,
                write_timeout_s=10.0, tls_mode="disabled", tls_cert="", tls_key="",
                tls_client_auth="", tls_trust="", idle_timeout_s=60.0, max_pending=100,
-               window=8, drain_ms=0)
+               window=8, drain_ms=0, dialect="4.9.8")  # binary requests, binary replies
 
 
 class Loop:

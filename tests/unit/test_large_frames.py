@@ -244,12 +244,13 @@ def test_a_registration_in_shared_memory_is_read_where_it_lies(
     """Its body reaches the handler as a view of the file, not copied; the pieces of its
     table kept for the next registration are bytes; other codes get their body as bytes."""
     bodies: list[tuple[int, type]] = []
-    for code in (RequestCode.REGISTER_BROKER, RequestCode.PUT_KV_CONFIG):
-        def spy(ctx: Any, cmd: RemotingCommand, channel: str, peer: str,
-                handler: Any = processors.HANDLERS[code]) -> Any:
-            bodies.append((cmd.code, type(cmd.body)))
-            return handler(ctx, cmd, channel, peer)
-        monkeypatch.setitem(processors.HANDLERS, code, spy)
+    for table in (processors.HANDLERS, processors.HANDLERS5):  # 4.9.8 and 5.x
+        for code in (RequestCode.REGISTER_BROKER, RequestCode.PUT_KV_CONFIG):
+            def spy(ctx: Any, cmd: RemotingCommand, channel: str, peer: str,
+                    handler: Any = table[code]) -> Any:
+                bodies.append((cmd.code, type(cmd.body)))
+                return handler(ctx, cmd, channel, peer)
+            monkeypatch.setitem(table, code, spy)
     pool = Pool(tmp_path)
     arena = FrameArena(tmp_path / "store", 0, 64 << 20)
     kv = encode_command(RemotingCommand(code=RequestCode.PUT_KV_CONFIG, opaque=7, ext_fields={

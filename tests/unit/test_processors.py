@@ -16,6 +16,7 @@ from cluster.core.javaorder import string_hash
 from cluster.core.protocol import body_common, register_body
 from cluster.core.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
+from cluster.core.protocol.dialect import Dialect
 from cluster.core.protocol.lenient import loads_lenient
 from state import nsconfig, queries
 from state.store import Store
@@ -30,9 +31,12 @@ RC = ResponseCode
 
 
 def make_ctx(store: Store, clock: Callable[[], int] = lambda: 1000, kv_path: str = "",
-             config_path: str = "", props: dict[str, str] | None = None) -> NodeContext:
-    nsconfig.initialize(store, props or {}, config_path, kv_path)
-    return NodeContext(store=store, node_name="n1", clock=clock)
+             config_path: str = "", props: dict[str, str] | None = None,
+             dialect: Dialect = Dialect.V4_9_8) -> NodeContext:
+    """A context following `dialect` (these tests port Java 4.9.8's processor tests)."""
+    nsconfig.initialize(store, {"rocketmqVersion": dialect.value, **(props or {})},
+                        config_path, kv_path)
+    return NodeContext(store=store, node_name="n1", clock=clock, dialect=dialect)
 
 
 def request(code: int, ext: dict[str, str] | None = None, body: bytes | None = None,

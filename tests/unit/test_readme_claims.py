@@ -28,6 +28,9 @@ NOT_SETTINGS = {"accessKey", "secretKey", "globalWhiteRemoteAddresses", "whiteRe
                 "bodyCrc32", "heartbeatTimeoutMillis", "takenAt", "compressedRegister",
                 "registerBrokerAll", "innerClientAuthenticationCredentials",
                 "pynamesrvOrigin", "brokerVersionDesc", "enableActingMaster",
+                # header and JSON fields of 5.x requests and replies
+                "acceptStandardJsonOnly", "brokerAddrs", "brokerName", "stateVersion",
+                "topicQueueMappingByBroker", "topicQueueMappingInfoMap", "zoneName",
                 # the Java broker's and client's settings of the address service
                 "namesrvAddr", "setNamesrvAddr", "unitName", "fetchNamesrvAddrInterval",
                 "registerNameServerPeriod", "rmqAddressServerDomain",

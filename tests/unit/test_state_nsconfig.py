@@ -13,6 +13,23 @@ from state import nsconfig
 from state.nsconfig import Refusal, Refused
 from state.store import Store
 
+# GET_NAMESRV_CONFIG of the Java 5.5.0 NameServer (its NamesrvConfig and NettyServerConfig).
+JAVA_5_5_0_KEYS = sorted([
+    "bindAddress", "clientRequestThreadPoolNums", "clientRequestThreadPoolQueueCapacity",
+    "clusterTest", "configBlackList", "configStorePath", "defaultThreadPoolNums",
+    "defaultThreadPoolQueueCapacity", "deleteTopicWithBrokerRegistration",
+    "enableAllTopicList", "enableControllerInNamesrv", "enableShutdownGracefully",
+    "enableTopicList", "kvConfigPath", "listenPort", "needWaitForService",
+    "notifyMinBrokerIdChanged", "orderMessageEnable", "productEnvName",
+    "returnOrderTopicConfigToBroker", "rocketmqHome", "scanNotActiveBrokerInterval",
+    "serverAsyncSemaphoreValue", "serverCallbackExecutorThreads",
+    "serverChannelMaxIdleTimeSeconds", "serverNettyWorkerGroupEnable",
+    "serverOnewaySemaphoreValue", "serverPooledByteBufAllocatorEnable",
+    "serverSelectorThreads", "serverSocketBacklog", "serverSocketRcvBufSize",
+    "serverSocketSndBufSize", "serverWorkerThreads", "shutdownWaitTimeSeconds",
+    "supportActingMaster", "unRegisterBrokerQueueCapacity", "useEpollNativeSelector",
+    "waitSecondsForService", "writeBufferHighWaterMark", "writeBufferLowWaterMark",
+])
 # GET_NAMESRV_CONFIG of a real NameServer 4.9.8 on Java 17 started with `-c` (key order).
 JAVA_4_9_8_KEYS = [
     "serverSocketBacklog", "writeBufferHighWaterMark", "serverWorkerThreads",
@@ -145,8 +162,8 @@ def _keys(text: str) -> list[str]:
 def test_default_answer_is_java_4_9_8_keys_in_java_order(tmp_path: Path) -> None:
     s = Store.create(str(tmp_path / "l3"), 16 << 20)
     try:
-        nsconfig.initialize(s, {"ioWorkers": "3", "nodeName": "n", "rocketmqHome": "/opt/rmq"},
-                            "/p/ns.properties", "/p/kv")
+        nsconfig.initialize(s, {"ioWorkers": "3", "nodeName": "n", "rocketmqHome": "/opt/rmq",
+                                "rocketmqVersion": "4.9.8"}, "/p/ns.properties", "/p/kv")
         with s.read() as t:
             text = nsconfig.properties_text(t)
     finally:
@@ -160,10 +177,29 @@ def test_default_answer_is_java_4_9_8_keys_in_java_order(tmp_path: Path) -> None
 
 
 def test_unknown_file_keys_join_the_default_answer(store: Store) -> None:
+    with store.write() as t:
+        t.put("config", "rocketmqVersion", "4.9.8")
     with store.read() as t:
         keys = _keys(nsconfig.properties_text(t))
     assert sorted(keys) == sorted([*JAVA_4_9_8_KEYS, "extraFileKey"])
     assert [k for k in keys if k != "extraFileKey"] == JAVA_4_9_8_KEYS
+
+
+def test_five_answers_java_5_keys_and_unknown_file_keys_sorted(store: Store) -> None:
+    """What the Java 5.5.0 NameServer answers: its 40 config fields and the file's other
+    keys, sorted (Configuration prints a TreeMap); pynamesrv's own keys only with all=true."""
+    with store.read() as t:
+        text = nsconfig.properties_text(t)
+        everything = _keys(nsconfig.properties_text(t, everything=True))
+    keys = _keys(text)
+    assert keys == sorted(keys) and len(keys) == len(set(keys))
+    assert set(keys) == {*JAVA_5_5_0_KEYS, "extraFileKey"}
+    assert {"ioWorkers", "rocketmqVersion", "brokerChannelExpiredTime"} <= set(everything)
+    assert "ioWorkers" not in keys and "bindAddress=127.0.0.1" in text.splitlines()
+    assert {"enableShutdownGracefully=false", "shutdownWaitTimeSeconds=30",
+            "waitSecondsForService=45", "unRegisterBrokerQueueCapacity=3000",
+            "supportActingMaster=false", "serverNettyWorkerGroupEnable=true"} <= set(
+                text.splitlines())
 
 
 def test_java_order_holds_every_key_once_through_growth() -> None:

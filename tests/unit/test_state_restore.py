@@ -15,7 +15,7 @@ from state.restore import restore_routes
 from state.store import FORMAT, Store
 from tests.unit.test_state_route import DV1, DV2, tc
 from worker.bootstrap import open_state
-from worker.settings import load_settings
+from worker.settings import NodeSettings, load_settings
 
 EXPIRY = 120_000
 C = "DefaultCluster"
@@ -53,7 +53,7 @@ def test_routes_are_kept_and_the_runs_connections_forgotten(tmp_path: Path) -> N
     store.close()
 
     store = reopened(path)
-    restored = restore_routes(store)
+    restored = restore_routes(store, five=True)
     assert (restored.brokers, restored.topics, restored.newest_heartbeat) == (2, 1, 5_000)
     assert routed(store) == ["a", "b"]
     with store.read() as t:
@@ -74,7 +74,7 @@ def test_each_broker_expires_on_the_bound_from_its_last_heartbeat(tmp_path: Path
     reg(store, "back", "10.0.0.2:10911", now=1_000, channel="0.1.2@p:2")
     store.close()
     store = reopened(path)
-    restore_routes(store)
+    restore_routes(store, five=True)
     # the node restarted at 60 s; "back" registers again on a new connection at 70 s
     reg(store, "back", "10.0.0.2:10911", now=70_000, channel="0.222.1@p:3", dv=DV2)
     assert route.scan_not_active(store, 1_000 + EXPIRY, EXPIRY) == 0  # not past the bound yet
@@ -97,9 +97,15 @@ def _node_dir(tmp_path: Path, kv: dict[str, dict[str, str]]) -> Path:
     return data
 
 
+def _following(tmp_path: Path, data: Path, release: str) -> NodeSettings:
+    conf = tmp_path / f"{release}.properties"
+    conf.write_text(f"rocketmqVersion={release}\n")
+    return load_settings(data, conf)
+
+
 def test_open_state_expires_before_serving_and_reloads_kv_and_config(tmp_path: Path) -> None:
     data = _node_dir(tmp_path, {"NS": {"k": "file"}})
-    settings = load_settings(data)
+    settings = _following(tmp_path, data, "4.9.8")  # the registrations below follow 4.9.8
     path = tmp_path / "lmdb"
     store = open_state(path, settings, now=1_000)
     reg(store, "old", "10.0.0.1:10911", now=1_000, channel="0.1.1@p:1", topics={"O": tc("O")})
@@ -114,6 +120,22 @@ def test_open_state_expires_before_serving_and_reloads_kv_and_config(tmp_path: P
     with store.read() as t:
         assert t.get("kv", "NS") == {"k": "file"}
         assert t.get("config", "orderMessageEnable") == "false"
+    store.close()
+
+
+def test_a_node_following_another_release_than_its_last_run_starts_without_routes(
+        tmp_path: Path) -> None:
+    data = _node_dir(tmp_path, {})
+    path = tmp_path / "lmdb"
+    store = open_state(path, _following(tmp_path, data, "4.9.8"), now=1_000)
+    reg(store, "b", "10.0.0.1:10911", now=1_000, channel="0.1.1@p:1")
+    store.close()
+    store = open_state(path, _following(tmp_path, data, "4.9.8"), now=2_000)
+    assert routed(store) == ["b"]  # same release: kept
+    store.close()
+    store = open_state(path, _following(tmp_path, data, "5.5.0"), now=3_000)
+    with store.read() as t:  # 5.x keys the live table by cluster too: nothing carried over
+        assert routed(store) == [] and t.keys("live") == [] and t.keys("broker") == []
     store.close()
 
 

@@ -14,17 +14,18 @@ from cluster.core.protocol.body_common import _dict, _encode, _load, _str, _str_
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 
 
-def encode_kv_table(table: Mapping[str, str | None]) -> bytes:
+def encode_kv_table(table: Mapping[str, str | None], five: bool = False) -> bytes:
     """KVTable ``{"table":{...}}`` (§2.4.6), plain mode, null values omitted."""
     obj = {"table": {k: v for k, v in table.items() if v is not None}}
-    return _encode(lambda fast: obj, False)
+    return _encode(lambda fast: obj, False, five)
 
 
-def encode_topic_list(topics: Iterable[str], broker_addr: str | None = None) -> bytes:
+def encode_topic_list(topics: Iterable[str], broker_addr: str | None = None,
+                      five: bool = False) -> bytes:
     """TopicList (§2.4.5); ``brokerAddr`` omitted when None."""
     obj: dict[str, Any] = {} if broker_addr is None else {"brokerAddr": broker_addr}
     obj["topicList"] = list(topics)
-    return _encode(lambda fast: obj, False)
+    return _encode(lambda fast: obj, False, five)
 
 
 # ------------------------------------------------------------------ client-side decoders

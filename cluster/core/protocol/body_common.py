@@ -3,7 +3,8 @@
 DataVersion is ``{"counter": int, ["stateVersion": int,] "timestamp": int}``, keys in
 fastjson bean order (alphabetical). The reply encoders serialize with orjson and keep the
 result only when no string needed escaping (then orjson and fastjson agree byte for byte);
-otherwise they fall back to :mod:`cluster.core.protocol.fastjson`. Decoders accept
+otherwise they fall back to :mod:`cluster.core.protocol.fastjson`. For 5.x (fastjson2,
+which escapes as orjson does) they are orjson's output. Decoders accept
 fastjson's bare integer keys and raise :class:`BodyError`.
 """
 
@@ -163,8 +164,12 @@ def data_version_equal(a: Mapping[str, int] | None, b: Mapping[str, int] | None)
     return a.get("timestamp") == b.get("timestamp") and a.get("counter") == b.get("counter")
 
 
-def encode_data_version(dv: Mapping[str, int]) -> bytes:
-    """DataVersion (§2.4.7)."""
+def encode_data_version(dv: Mapping[str, int], five: bool = False) -> bytes:
+    """DataVersion (§2.4.7); 5.x always writes its stateVersion."""
+    if five:
+        return orjson.dumps({"counter": int(dv.get("counter", 0)),
+                             "stateVersion": int(dv.get("stateVersion") or 0),
+                             "timestamp": int(dv.get("timestamp", 0))})
     return fastjson.dumpb(_data_version_bean(dv))
 
 
@@ -189,7 +194,11 @@ def _fast_dump(obj: Any, standard: bool) -> bytes | None:
     return None if standard or _PLAIN_RISK.search(out) else out
 
 
-def _encode(build: Callable[[bool], Any], standard: bool) -> bytes:
-    """``build(fast)`` returns the object; fast=True shapes it for orjson."""
+def _encode(build: Callable[[bool], Any], standard: bool, five: bool = False) -> bytes:
+    """``build(fast)`` returns the object; fast=True shapes it for orjson. 5.x (fastjson2)
+    escapes strings exactly as orjson does, so its bodies are orjson's output; in standard
+    mode (MapSortField) every map is sorted, beans' fields being alphabetical anyway."""
+    if five:
+        return orjson.dumps(build(True), option=orjson.OPT_SORT_KEYS if standard else 0)
     out = _fast_dump(build(True), standard)
     return out if out is not None else fastjson.dumpb(build(False), standard)

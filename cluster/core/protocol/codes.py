@@ -75,7 +75,9 @@ LANGUAGE_BY_NAME: dict[str, int] = {name: i for i, name in enumerate(LANGUAGES)}
 V3_0_11 = 37  # RegisterBrokerBody instead of a bare TopicConfigSerializeWrapper
 V4_9_4 = 401  # standard-JSON route replies
 V5_0_0 = 413  # compressed body carries the static-topic section
+V5_3_1 = 475  # a client newer than this understands GO_AWAY
+V5_5_0 = 513  # the 5.x release pynamesrv follows; what its replies carry
 
-# Version this server writes in its replies (4.9.8 baseline).
+# Version 4.9.8 writes in its replies (5.x: `dialect.Dialect.reply_version`).
 SERVER_VERSION = 409
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024  # Netty compares total + 4 against this

@@ -20,7 +20,7 @@ from cluster.core.protocol.codes import (
     SerializeType,
 )
 from cluster.core.protocol.command import RemotingCommand
-from cluster.core.protocol.lenient import loads_lenient
+from cluster.core.protocol.lenient import loads_fastjson2, loads_lenient
 
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
@@ -170,12 +170,16 @@ def split_frame(frame: bytes | memoryview, *, view_body: bool = False
     return _STYPES[word >> STYPE_SHIFT], bytes(frame[4 : 4 + hlen]), (body or None)
 
 
-def decode_command(frame: bytes | memoryview, *, view_body: bool = False) -> RemotingCommand:
+def decode_command(frame: bytes | memoryview, *, view_body: bool = False,
+                   fastjson2: bool = False) -> RemotingCommand:
     """Decode one frame (no length word). Raises FrameError on a malformed header.
-    ``view_body``: a frame seen through a memoryview keeps its body there (not copied)."""
+    ``view_body``: a frame seen through a memoryview keeps its body there (not copied).
+    ``fastjson2``: a JSON header is read as RocketMQ 5.x reads it (fastjson2: comments
+    and loose numbers accepted, unquoted field names and out-of-range integers refused),
+    else as 4.9 does (fastjson 1)."""
     stype, header, body = split_frame(frame, view_body=view_body)
     if stype is SerializeType.JSON:
-        cmd = _decode_json_header(header)
+        cmd = _decode_json_header(header, fastjson2)
     else:
         cmd = _decode_binary_header(header)
     cmd.body = body  # type: ignore[assignment]  # a view only with view_body (for its handler)
@@ -235,12 +239,26 @@ def _int_field(obj: dict[str, Any], name: str) -> int:
         raise _bad(f"header field {name} is not an integer") from exc
 
 
-def _decode_json_header(header: bytes) -> RemotingCommand:
+def _int_field2(obj: dict[str, Any], name: str) -> int:
+    """An int field as fastjson2 reads it: a number (a fraction cut off), a boolean, a
+    numeric string; null is 0; anything else, or beyond int32, is an error."""
+    v = obj.get(name, 0)
+    try:
+        number = 0 if v is None else int(v) if isinstance(v, (bool, int, float)) else int(
+            str(v).strip())
+    except (ValueError, OverflowError) as exc:
+        raise _bad(f"header field {name} is not an integer") from exc
+    if isinstance(v, (dict, list)) or not -(2**31) <= number < 2**31:
+        raise _bad(f"header field {name} is not an int32")
+    return number
+
+
+def _decode_json_header(header: bytes, fastjson2: bool = False) -> RemotingCommand:
     try:
         obj = orjson.loads(header)
     except orjson.JSONDecodeError:
         try:
-            obj = loads_lenient(header)
+            obj = loads_fastjson2(header) if fastjson2 else loads_lenient(header)
         except ValueError as exc:
             raise _bad(f"header is not JSON: {exc}") from exc
     if not isinstance(obj, dict):
@@ -249,11 +267,12 @@ def _decode_json_header(header: bytes) -> RemotingCommand:
     if ext is not None and not isinstance(ext, dict):
         raise _bad("extFields is not an object")
     remark = obj.get("remark")
+    number = _int_field2 if fastjson2 else _int_field
     return RemotingCommand(
-        code=_int_field(obj, "code"),
-        opaque=_int_field(obj, "opaque"),
-        flag=_int_field(obj, "flag"),
-        version=_int_field(obj, "version"),
+        code=number(obj, "code"),
+        opaque=number(obj, "opaque"),
+        flag=number(obj, "flag"),
+        version=number(obj, "version"),
         language=_language(obj.get("language")),
         remark=remark if isinstance(remark, str) else None,
         ext_fields=None if ext is None else {str(k): _java_string(v) for k, v in ext.items()

@@ -18,6 +18,7 @@ import orjson
 _BARE_KEY = re.compile(rb"([{,]\s*)([A-Za-z0-9_$.+-]+)(\s*:)")
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_NUMBER2 = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")  # fastjson2: +1, 007
 _NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*|[0-9]+")
 _WORDS = {"true": True, "false": False, "null": None}
 _ESCAPES = {'"': '"', "'": "'", "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n",
@@ -54,6 +55,22 @@ def loads_lenient(data: bytes | str) -> Any:
     return _Parser(text).document()
 
 
+def loads_fastjson2(data: bytes | str) -> Any:
+    """orjson.loads, falling back to what fastjson2 (RocketMQ 5.x) also reads: single quotes,
+    extra commas, comments, numbers with a sign or leading zeros; never unquoted field names.
+    Raises ValueError."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        first_error = exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"not JSON (even leniently): {first_error}") from None
+    return _Parser(text, fastjson2=True).document()
+
+
 def _join_surrogates(s: str) -> str:
     """\\uD83D\\uDE00 escapes decode to two surrogates: make them one character."""
     if not any("\ud800" <= ch <= "\udfff" for ch in s):
@@ -62,11 +79,13 @@ def _join_surrogates(s: str) -> str:
 
 
 class _Parser:
-    """Recursive descent over fastjson's lenient JSON; raises ValueError."""
+    """Recursive descent over fastjson's lenient JSON (`fastjson2`: fastjson2's); raises
+    ValueError."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, fastjson2: bool = False) -> None:
         self.text = text
         self.pos = 0
+        self.fastjson2 = fastjson2
 
     def fail(self, what: str) -> ValueError:
         return ValueError(f"not JSON (even leniently): {what} at {self.pos}")
@@ -80,9 +99,25 @@ class _Parser:
 
     def space(self) -> None:
         text, pos = self.text, self.pos
-        while pos < len(text) and text[pos] in " \t\r\n\f\b":
-            pos += 1
+        while True:
+            while pos < len(text) and text[pos] in " \t\r\n\f\b":
+                pos += 1
+            if not self.fastjson2 or text[pos : pos + 1] != "/":
+                break
+            pos = self._comment(pos)
         self.pos = pos
+
+    def _comment(self, pos: int) -> int:
+        """Past a `/* */` or `//` comment at `pos` (fastjson2 skips them)."""
+        if self.text.startswith("//", pos):
+            end = self.text.find("\n", pos)
+            return len(self.text) if end < 0 else end + 1
+        if self.text.startswith("/*", pos):
+            end = self.text.find("*/", pos + 2)
+            if end >= 0:
+                return end + 2
+        self.pos = pos
+        raise self.fail("bad comment")
 
     def peek(self) -> str:
         self.space()
@@ -98,10 +133,10 @@ class _Parser:
             return self.array(depth + 1)
         if ch in "\"'":
             return self.string(ch)
-        m = _NUMBER.match(self.text, self.pos)
+        m = (_NUMBER2 if self.fastjson2 else _NUMBER).match(self.text, self.pos)
         if m:
             self.pos = m.end()
-            return orjson.loads(m.group())
+            return _number(m.group()) if self.fastjson2 else orjson.loads(m.group())
         m = _NAME.match(self.text, self.pos)
         if m and m.group() in _WORDS:
             self.pos = m.end()
@@ -135,6 +170,8 @@ class _Parser:
         ch = self.peek()
         if ch in "\"'":
             return self.string(ch)
+        if self.fastjson2:
+            raise self.fail("unquoted field name")
         m = _NAME.match(self.text, self.pos)
         if not m:
             raise self.fail("expected a field name")
@@ -178,3 +215,10 @@ class _Parser:
             return pos + 5
         self.pos = pos
         raise self.fail("bad escape")
+
+
+def _number(text: str) -> int | float:
+    """A number as fastjson2 reads one: an integer, else a double."""
+    if "." in text or "e" in text or "E" in text:
+        return float(text)
+    return int(text)

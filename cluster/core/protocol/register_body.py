@@ -15,7 +15,7 @@ import struct
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import orjson
@@ -38,6 +38,11 @@ from cluster.core.protocol.body_common import (
     _str_map,
 )
 from cluster.core.protocol.lenient import loads_lenient
+from cluster.core.protocol.mapping_body import (
+    compressed_mapping,
+    compressed_section,
+    wrapper_fields,
+)
 
 V3_0_11 = 37
 V5_0_0 = 413
@@ -121,6 +126,7 @@ class RegisterBody:
     data_version: dict[str, int]
     topic_configs: dict[str, dict[str, Any]]
     filter_servers: list[str] | None
+    mappings: dict[str, dict[str, Any]] = field(default_factory=dict)  # static topics (5.x)
 
 
 def is_compressed(flag: bool, body: bytes | memoryview | None) -> bool:
@@ -393,9 +399,12 @@ def _decode_compressed(body: bytes, version: int, now_ms: int | None) -> Registe
         cfg = _topic_line(cur.block("topic config").decode("utf-8", "replace"))
         topics[cfg["topicName"]] = cfg
     filters = _filter_list_text(cur.block("filterServerList"))
+    mappings = {}
     if version >= V5_0_0 and not cur.at_end():
-        _skip_queue_mappings(cur)
-    return RegisterBody(dv, topics, filters)
+        for _ in range(cur.int32("topic queue mapping count")):
+            topic, info = compressed_mapping(cur.block("topic queue mapping"))
+            mappings[topic] = info
+    return RegisterBody(dv, topics, filters, mappings)
 
 
 def _java_int32(text: str, line: str) -> int:
@@ -447,12 +456,6 @@ def _filter_list_text(raw: bytes) -> list[str] | None:
         return []
 
 
-def _skip_queue_mappings(cur: _Cursor) -> None:
-    """5.x static-topic section: parsed for well-formedness, contents unused."""
-    for _ in range(cur.int32("topic queue mapping count")):
-        _dict(_load(cur.block("topic queue mapping"), "topic queue mapping"), "mapping")
-
-
 def encode_register_body(
     data_version: Mapping[str, int],
     topic_configs: Mapping[str, Mapping[str, Any]],
@@ -460,19 +463,22 @@ def encode_register_body(
     compressed: bool,
     *,
     with_attributes: bool = False,
+    mappings: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> bytes:
     """``RegisterBrokerBody.encode(compressed)`` as a 4.9 broker sends it, topics in the
-    given order; ``with_attributes`` adds 5.x ``attributes`` (JSON field / 6th line field)."""
+    given order; ``with_attributes`` adds 5.x ``attributes`` (JSON field / 6th line field);
+    ``mappings`` (topic → TopicQueueMappingInfo) the 5.x static-topic section, which a
+    NameServer reads from a compressed body of a request version V5_0_0 or above."""
     if compressed:
         plain = _compressed_plaintext(data_version, topic_configs, filter_servers, with_attributes)
-        return zlib.compress(plain, 9)
+        return zlib.compress(plain + compressed_section(mappings), 9)
     table = {k: _topic_config_bean(c, with_attributes) for k, c in topic_configs.items()}
+    wrapper: dict[str, Any] = {"dataVersion": _data_version_bean(data_version),
+                               "topicConfigTable": table}
+    wrapper.update(wrapper_fields(mappings))
     obj = {
         "filterServerList": None if filter_servers is None else list(filter_servers),
-        "topicConfigSerializeWrapper": {
-            "dataVersion": _data_version_bean(data_version),
-            "topicConfigTable": table,
-        },
+        "topicConfigSerializeWrapper": wrapper,
     }
     return fastjson.dumpb(obj)
 

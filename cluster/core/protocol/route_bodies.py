@@ -91,18 +91,72 @@ def _route_obj(route: Mapping[str, Any], fast: bool, standard: bool) -> dict[str
     return obj
 
 
-def encode_topic_route(route: Mapping[str, Any], standard: bool) -> bytes:
+def encode_topic_route(route: Mapping[str, Any], standard: bool, five: bool = False) -> bytes:
     """TopicRouteData (§2.4.1); ``standard`` = BrowserCompatible + MapSortField mode."""
+    if five:
+        return _encode(lambda fast: _route_obj5(route, standard), standard, True)
     if route.get("topicQueueMappingByBroker") is not None:
         return fastjson.dumpb(_route_obj(route, False, standard), standard)
     return _encode(lambda fast: _route_obj(route, fast, standard), standard)
 
 
+# ------------------------------------------------------------------ 5.x (fastjson2)
+
+
+def _int_map(m: Mapping[Any, Any], standard: bool) -> orjson.Fragment:
+    """A map with integer keys as fastjson2 writes it: keys bare (standard: quoted), in
+    ascending order (a HashMap of small ids, or MapSortField)."""
+    items = sorted((int(k), v) for k, v in m.items() if v is not None)
+    if standard:
+        return orjson.Fragment(orjson.dumps({str(k): v for k, v in items}))
+    return orjson.Fragment("{" + ",".join(f"{k}:" + orjson.dumps(v).decode()
+                                          for k, v in items) + "}")
+
+
+def _broker_bean5(bd: Mapping[str, Any], standard: bool) -> dict[str, Any]:
+    bean: dict[str, Any] = {"brokerAddrs": _int_map(bd.get("brokerAddrs") or {}, standard)}
+    for key in ("brokerName", "cluster"):
+        if bd.get(key) is not None:
+            bean[key] = bd[key]
+    bean["enableActingMaster"] = bool(bd.get("enableActingMaster"))
+    if bd.get("zoneName") is not None:
+        bean["zoneName"] = bd["zoneName"]
+    return bean
+
+
+def _mapping_bean5(info: Mapping[str, Any], standard: bool) -> dict[str, Any]:
+    bean = {k: v for k, v in info.items() if v is not None and k != "currIdMap"}
+    bean["currIdMap"] = _int_map(info.get("currIdMap") or {}, standard)
+    return dict(sorted(bean.items()))
+
+
+def _route_obj5(route: Mapping[str, Any], standard: bool) -> dict[str, Any]:
+    filters = route.get("filterServerTable") or {}
+    obj: dict[str, Any] = {
+        "brokerDatas": [_broker_bean5(bd, standard) for bd in route.get("brokerDatas") or ()],
+        "filterServerTable": {a: list(f) for a, f in filters.items() if f is not None},
+    }
+    if route.get("orderTopicConf") is not None:
+        obj["orderTopicConf"] = route["orderTopicConf"]
+    obj["queueDatas"] = [_queue_bean(q) for q in route.get("queueDatas") or ()]
+    mapping = route.get("topicQueueMappingByBroker")
+    if mapping is not None:
+        obj["topicQueueMappingByBroker"] = {n: _mapping_bean5(info, standard)
+                                            for n, info in mapping.items()}
+    return obj
+
+
 def encode_cluster_info(
     broker_addr_table: Mapping[str, Mapping[str, Any]],
     cluster_addr_table: Mapping[str, Iterable[str]],
+    five: bool = False,
 ) -> bytes:
     """ClusterInfo (§2.4.4), always plain mode (bare integer broker ids)."""
+    if five:
+        return orjson.dumps({
+            "brokerAddrTable": {n: _broker_bean5(b, False)
+                                for n, b in broker_addr_table.items() if b is not None},
+            "clusterAddrTable": _list_map(cluster_addr_table, False)})
 
     def build(fast: bool) -> dict[str, Any]:
         addrs = _addrs_renderer(fast, False)
@@ -114,9 +168,16 @@ def encode_cluster_info(
 
 
 def encode_broker_member_group(
-    cluster: str | None, broker_name: str | None, addrs: Mapping[int, str | None]
+    cluster: str | None, broker_name: str | None, addrs: Mapping[int, str | None],
+    five: bool = False,
 ) -> bytes:
     """GET_BROKER_MEMBER_GROUP reply (§2.3.19), plain mode."""
+    if five:
+        group: dict[str, Any] = {"brokerAddrs": _int_map(addrs, False)}
+        for key, value in (("brokerName", broker_name), ("cluster", cluster)):
+            if value is not None:
+                group[key] = value
+        return orjson.dumps({"brokerMemberGroup": group})
 
     def build(fast: bool) -> dict[str, Any]:
         group = _broker_bean(
