@@ -36,7 +36,9 @@ from typing import Any
 import orjson
 
 from state.applied import (
-    TopicTable,
+    TopicTable as TopicTable,  # the processors build one per registration
+)
+from state.applied import (
     already_applied,
     apply_topic_table,
     forget_applied,
@@ -385,7 +387,7 @@ def query_data_version(t: Txn, addr: str, dv: dict[str, Any] | None, now: int
     stored = live["dataVersion"] if live else None
     changed = live is None or not dv_equal(stored, dv)
     if not changed:
-        live["lastUpdateTimestamp"] = now  # type: ignore[index]
+        live["lastUpdateTimestamp"] = now
         t.put("live", addr, live)
     return changed, stored
 

@@ -303,9 +303,10 @@ def get_topics_by_cluster(ctx: NodeContext, cmd: RemotingCommand, channel: str, 
     with ctx.store.read() as t:
         if not nsconfig.get_bool(t, "enableTopicList"):
             return _disabled(cmd)
-        topics = (lambda: queries.topics_by_cluster(t, cluster)) if cluster is not None else list
         body = ctx.route_cache.keep(t.generation(), ("cluster_topics", cluster),
-                                    lambda: admin_bodies.encode_topic_list(topics()))
+                                    lambda: admin_bodies.encode_topic_list(
+                                        [] if cluster is None
+                                        else queries.topics_by_cluster(t, cluster)))
     return _ok(cmd, body=body)
 
 

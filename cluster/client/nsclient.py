@@ -102,7 +102,8 @@ class NameServerClient(PooledClient):
             return addr
         raise ConnectError("no NameServer reachable: " + "; ".join(errors))
 
-    async def _invoke_any(self, cmd: RemotingCommand, timeout: float) -> tuple[str, Any]:
+    async def _invoke_any(self, cmd: RemotingCommand, timeout: float
+                          ) -> tuple[str, RemotingCommand]:
         deadline = self.pool.deadline(timeout)
         addr = await self._select(deadline)
         opaque, frame = self.pool.prepare(cmd)
