@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # From a fresh clone: set up (with the RocketMQ peers the tests need), then run every test
-# (unit, integration, spark, chaos, java, soak) and lint.
+# (unit, integration, spark, chaos, java, soak), lint (ruff) and type checks (mypy).
 # Extra arguments go to pytest, e.g. scripts/test.sh -k supervisor
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,6 +20,8 @@ start=$(date +%s)
 
 .venv/bin/ruff check . > "$REPORT/ruff.txt" 2>&1
 ruff_rc=$?
+.venv/bin/mypy > "$REPORT/mypy.txt" 2>&1  # the packages and strictness of pyproject.toml
+mypy_rc=$?
 
 .venv/bin/pytest -m "" -p no:cacheprovider --junitxml="$REPORT/junit.xml" "$@"
 pytest_rc=$?
@@ -42,14 +44,15 @@ print(f"pytest: {totals['tests']} tests, {passed} passed, {totals['failures']} f
       f"{totals['errors']} errors, {totals['skipped']} skipped")
 PY
 if [ "$ruff_rc" -eq 0 ]; then echo "ruff:   clean"; else echo "ruff:   problems (see below)"; cat "$REPORT/ruff.txt"; fi
+if [ "$mypy_rc" -eq 0 ]; then echo "mypy:   clean"; else echo "mypy:   problems (see below)"; cat "$REPORT/mypy.txt"; fi
 for table in "$REPORT"/java-diff-*.md; do
   [ -f "$table" ] && echo "java:   $(head -n1 "$table" | sed 's/^# //'), recorded: $table"
 done
 echo "time:   ${elapsed}s   (report: $REPORT/junit.xml)"
 if [ "$pytest_rc" -eq 5 ]; then echo "pytest collected no tests: that is a failure here"; fi
 
-if [ "$pytest_rc" -ne 0 ] || [ "$ruff_rc" -ne 0 ]; then
-  echo "RESULT: FAILED (pytest exit $pytest_rc, ruff exit $ruff_rc)"
+if [ "$pytest_rc" -ne 0 ] || [ "$ruff_rc" -ne 0 ] || [ "$mypy_rc" -ne 0 ]; then
+  echo "RESULT: FAILED (pytest exit $pytest_rc, ruff exit $ruff_rc, mypy exit $mypy_rc)"
   exit 1
 fi
 echo "RESULT: PASSED"
