@@ -21,7 +21,7 @@ from cluster.client.nsclient import NameServerClient
 from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from tests.integration.test_audit_e2e import BROKER, TOPIC_BODY
-from tests.nodeproc import Conn, NodeProcess, poll_until
+from tests.nodeproc import Conn, NodeProcess, poll_until, start_all, stop_all
 
 pytestmark = pytest.mark.integration
 
@@ -29,15 +29,11 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def nodes(tmp_path: Path) -> Iterator[list[NodeProcess]]:
-    started: list[NodeProcess] = []
+    started = start_all(NodeProcess(tmp_path / name, name=name) for name in ("n1", "n2"))
     try:
-        for name in ("n1", "n2"):
-            started.append(NodeProcess(tmp_path / name, name=name).start())
         yield started
     finally:
-        for n in started:
-            if n.proc is not None and n.proc.poll() is None:
-                n.stop()
+        stop_all(n for n in started if n.proc is not None and n.proc.poll() is None)
 
 
 def ns_addr(nodes: list[NodeProcess]) -> str:
