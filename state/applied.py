@@ -196,12 +196,6 @@ def last_applied(t: Txn, name: str) -> Applied | None:
     return applied
 
 
-def last_applied_queues(t: Txn, name: str) -> dict[str, QueueFields] | None:
-    """QueueFields per topic that `name`'s applied records hold (see `last_applied`)."""
-    applied = last_applied(t, name)
-    return None if applied is None else applied.queues
-
-
 def _fields_of(raw: bytes) -> dict[str, QueueFields]:
     stored = orjson.loads(raw)
     return dict(zip(stored, map(tuple, stored.values()), strict=True))

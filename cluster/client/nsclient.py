@@ -168,16 +168,6 @@ class NameServerClient(PooledClient):
                        version=self.version)
         return self._query(cmd, admin_bodies.decode_topic_list, addr)
 
-    def get_system_topics(self, *, addr: str | None = None) -> Any:
-        cmd = _command(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, version=self.version)
-        return self._query(cmd, admin_bodies.decode_topic_list, addr)
-
-    def get_unit_topics(self, code: int = RequestCode.GET_UNIT_TOPIC_LIST, *,
-                        addr: str | None = None) -> Any:
-        """Codes 311 (unit), 312 (has unit sub) or 313 (has unit sub, not unit)."""
-        return self._query(_command(code, version=self.version), admin_bodies.decode_topic_list,
-                           addr)
-
     # ---------------------------------------------------------------- KV
 
     def get_kv(self, namespace: str, key: str, *, addr: str | None = None) -> str | None:
