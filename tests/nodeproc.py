@@ -30,6 +30,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports."""
+    ports: list[int] = []
+    while len(ports) < n:
+        if (p := free_port()) not in ports:
+            ports.append(p)
+    return ports
+
+
 def poll_until(fn: Callable[[], T], timeout: float = 10.0, interval: float = 0.02,
                what: str = "condition") -> T:
     """Call ``fn`` until it returns a truthy value; fail after ``timeout`` seconds."""
