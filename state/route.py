@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from cluster.core.javaorder import string_hash
 from state.applied import (
     TopicTable as TopicTable,  # the processors build one per registration
 )
@@ -44,7 +45,6 @@ from state.applied import (
     forget_applied,
     last_applied,
 )
-from state.javaorder import string_hash
 from state.store import Store, Txn, dumps
 
 PERM_WRITE = 2
