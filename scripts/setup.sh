@@ -43,7 +43,7 @@ install_package() {
   local want
   want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
   if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -x "$VENV/bin/pynamesrv" ] &&
-     "$PY" -c 'import zmq, lmdb, uvloop, yaml, psutil, pyspark, pytest, rocketmq' 2>/dev/null; then
+     "$PY" -c 'import zmq, lmdb, uvloop, yaml, psutil, pyspark, pytest, xdist, rocketmq' 2>/dev/null; then
     return 0
   fi
   say "installing pynamesrv and its dependencies into $VENV"

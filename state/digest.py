@@ -36,7 +36,7 @@ class _Canon:
     def __init__(self) -> None:
         self.queues: dict[tuple[int, ...], bytes] = {}
 
-    def subs(self, table: str, stored: bytes) -> Subs:
+    def subs(self, table: str, stored: bytes | memoryview) -> Subs:
         value = orjson.loads(stored)
         if table == "topic":
             queue = self.queue

@@ -32,7 +32,8 @@ def get(t: Txn, namespace: str, key: str) -> str | None:
 
 def get_namespace(t: Txn, namespace: str) -> dict[str, str] | None:
     """The namespace's table, or None when the namespace was never created."""
-    return t.get("kv", namespace)
+    table: dict[str, str] | None = t.get("kv", namespace)
+    return table
 
 
 def all_config(t: Txn) -> dict[str, dict[str, str]]:

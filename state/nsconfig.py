@@ -90,7 +90,8 @@ def initialize(store: Store, props: dict[str, str], config_store_path: str,
 
 
 def get(t: Txn, key: str) -> str | None:
-    return t.get("config", key)
+    value: str | None = t.get("config", key)
+    return value
 
 
 def get_bool(t: Txn, key: str) -> bool:

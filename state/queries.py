@@ -200,7 +200,8 @@ def _first_queue_data(qmap: dict[str, Any]) -> dict[str, Any]:
     """The QueueData Java's HashMap (keyed by broker name) iterates first."""
     if len(qmap) == 1:
         return next(iter(qmap.values()))
-    return qmap[hashmap_order(qmap)[0]]
+    first: dict[str, Any] = qmap[hashmap_order(qmap)[0]]
+    return first
 
 
 def broker_member_group(t: Txn, name: str) -> dict[int, str]:

@@ -37,7 +37,9 @@ import orjson
 
 from state import live
 from state.applied import (
-    TopicTable,
+    TopicTable as TopicTable,  # the processors build one per registration
+)
+from state.applied import (
     already_applied,
     apply_topic_table,
     forget_applied,

@@ -117,7 +117,7 @@ class Txn:
                 yield k.decode(), orjson.loads(cur.value())
                 ok = cur.next()
 
-    def items_raw(self, table: str) -> Iterator[tuple[str, bytes]]:
+    def items_raw(self, table: str) -> Iterator[tuple[str, bytes | memoryview]]:
         """(key, encoded value) pairs in key order: a scan that looks for a few values
         decodes only those."""
         with self._txn.cursor(db=self._dbs[table]) as cur:

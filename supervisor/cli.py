@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from cluster.core.argtypes import Subparsers
 from cluster.core.config import ClusterConfig, load_cluster
 from cluster.core.durations import duration
 from cluster.core.errors import UserError
@@ -30,7 +31,7 @@ KILL_WAIT_S = 10.0  # how long `kill` waits to see the node die by default
 _commands: dict[str, argparse.ArgumentParser] = {}
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     global _commands
     _commands = sub.choices
     up = sub.add_parser("up", help="start the cluster in the foreground (Ctrl-C stops it)")

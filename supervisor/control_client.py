@@ -29,11 +29,11 @@ class ControlUnavailable(UserError):
 
 class ControlClient(Closing):
     def __init__(self, addr: str, timeout: float = 5.0,
-                 context: zmq.Context | None = None) -> None:
+                 context: zmq.Context[zmq.Socket[bytes]] | None = None) -> None:
         self.addr = addr
         self.timeout = timeout
         self._ctx = context or zmq.Context.instance()
-        self._sock: zmq.Socket | None = None
+        self._sock: zmq.Socket[bytes] | None = None
 
     def close(self) -> None:
         if self._sock is not None:
@@ -47,7 +47,7 @@ class ControlClient(Closing):
             self.timeout = timeout
             self.close()
 
-    def _socket(self) -> zmq.Socket:
+    def _socket(self) -> zmq.Socket[bytes]:
         if self._sock is None:
             ms = max(1, int(self.timeout * 1000))
             s = self._ctx.socket(zmq.REQ)

@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -48,7 +49,7 @@ def _mtime(p: Path) -> float:
         return 0.0
 
 
-def _load(path: Path) -> dict | None:
+def _load(path: Path) -> dict[str, Any] | None:
     try:
         if path.stat().st_size > MAX_VERDICT_BYTES:
             return None

@@ -18,7 +18,7 @@ log = logging.getLogger("pynamesrv.supervisor")
 
 class ControlServer:
     def __init__(self, addr: str, answer: Callable[[Any], dict[str, Any]],
-                 context: zmq.Context | None = None) -> None:
+                 context: zmq.Context[zmq.Socket[bytes]] | None = None) -> None:
         self.addr = addr
         self.answer = answer
         self.sock = (context or zmq.Context.instance()).socket(zmq.REP)

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 from dataclasses import asdict
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,6 +25,7 @@ import orjson
 
 from cluster.core.config import ClusterConfig
 from cluster.core.errors import ConfigError
+from cluster.core.http_server import BoundedHTTPServer
 from supervisor.child import Child
 from supervisor.metrics import CONTENT_TYPE, SupervisorMetrics
 from supervisor.status_board import StatusBoard
@@ -48,28 +48,10 @@ class Host(Protocol):
     def shutting_down(self) -> bool: ...
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-
+class _Server(BoundedHTTPServer):
     def __init__(self, host: str, port: int, app: StatusPage) -> None:
-        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.app = app
-        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        super().__init__((host, port), _Handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        """At most MAX_CONNECTIONS requests at once; more are closed unanswered."""
-        if not self.slots.acquire(blocking=False):
-            self.shutdown_request(request)
-            return
-        super().process_request(request, client_address)
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self.slots.release()
+        super().__init__(host, port, _Handler, MAX_CONNECTIONS)
 
 
 class _Handler(BaseHTTPRequestHandler):

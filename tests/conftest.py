@@ -6,12 +6,13 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
 
-from tests.nodeproc import free_port, poll_until
+from tests.nodeproc import NodeProcess, free_port, poll_until
 
 __all__ = ["Reaper", "free_port", "poll_until"]
 
@@ -96,6 +97,22 @@ class Reaper:
             for f in (proc.stdout, proc.stderr, proc.stdin):
                 if f is not None:
                     f.close()
+
+
+@pytest.fixture
+def node_props() -> dict[str, str]:
+    """Settings of the ``node`` fixture's node: none; a module overrides this fixture to
+    give its nodes others."""
+    return {}
+
+
+@pytest.fixture
+def node(tmp_path: Path, node_props: dict[str, str]) -> Iterator[NodeProcess]:
+    """A fresh node (``python -m worker.node``) started with ``node_props``, stopped after
+    the test."""
+    n = NodeProcess(tmp_path / "node", props=node_props).start()
+    yield n
+    n.stop()
 
 
 @pytest.fixture

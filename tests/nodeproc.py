@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
@@ -30,6 +30,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports."""
+    ports: list[int] = []
+    while len(ports) < n:
+        if (p := free_port()) not in ports:
+            ports.append(p)
+    return ports
+
+
 def poll_until(fn: Callable[[], T], timeout: float = 10.0, interval: float = 0.02,
                what: str = "condition") -> T:
     """Call ``fn`` until it returns a truthy value; fail after ``timeout`` seconds."""
@@ -41,6 +50,37 @@ def poll_until(fn: Callable[[], T], timeout: float = 10.0, interval: float = 0.0
         time.sleep(interval)
         last = fn()
     return last
+
+
+def gone(proc: psutil.Process) -> bool:
+    """Exited: no such process, or a zombie its parent has not reaped yet (a node's
+    worker or resource tracker whose node has exited waits for init to reap it)."""
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def start_all(nodes: Iterable[NodeProcess], timeout: float = 30.0) -> list[NodeProcess]:
+    """Start several nodes at once (they boot side by side); every one is stopped when
+    one fails to boot."""
+    nodes = list(nodes)
+    for n in nodes:
+        n.launch()
+    try:
+        for n in nodes:
+            n.wait_boot(timeout)
+    except BaseException:
+        stop_all(nodes)
+        raise
+    return nodes
+
+
+def stop_all(nodes: Iterable[NodeProcess]) -> list[str]:
+    """Stop several nodes at once (SIGTERM to all, then each is reaped); their stderr."""
+    nodes = list(nodes)
+    kids = [n.begin_stop() for n in nodes]
+    return [n.finish_stop(k) for n, k in zip(nodes, kids, strict=True)]
 
 
 def _name(proc: psutil.Process) -> str:
@@ -77,10 +117,17 @@ class NodeProcess:
                 "--name", self.name]
 
     def start(self, timeout: float = 30.0) -> NodeProcess:
+        self.launch()
+        return self.wait_boot(timeout)
+
+    def launch(self) -> None:
+        """Start the process; ``wait_boot`` waits for its boot line."""
         self.proc = subprocess.Popen(self.argv(), cwd=ROOT, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True,
                                      start_new_session=True)
-        assert self.proc.stdout is not None
+
+    def wait_boot(self, timeout: float = 30.0) -> NodeProcess:
+        assert self.proc is not None and self.proc.stdout is not None
         line = _readline_with_deadline(self.proc, timeout)
         if "boot success" not in line:
             err = self.stop()
@@ -107,22 +154,38 @@ class NodeProcess:
 
     def stop(self) -> str:
         """Kill the whole process group, reap, return stderr (again on later calls)."""
-        if self.proc is None:
-            return ""
-        if self.proc.stderr is not None and self.proc.stderr.closed:
-            return self.stopped_err
+        return self.finish_stop(self.begin_stop())
+
+    def _stopped(self) -> bool:
+        return self.proc is None or (self.proc.stderr is not None and self.proc.stderr.closed)
+
+    def begin_stop(self) -> list[psutil.Process]:
+        """SIGTERM (unless stopped already); the workers to reap in ``finish_stop``."""
+        if self._stopped():
+            return []
+        assert self.proc is not None
         kids = self.children()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
+        return kids
+
+    def finish_stop(self, kids: list[psutil.Process]) -> str:
+        """Wait for the node (SIGKILL to its group after 10 s) and ``kids``; its stderr."""
+        if self._stopped():
+            return self.stopped_err
+        assert self.proc is not None
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(5)
         for k in kids:
-            if k.is_running():
-                k.kill()
-        psutil.wait_procs(kids, timeout=5)
+            if not gone(k):
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    k.kill()
+        deadline = time.monotonic() + 5
+        while not all(map(gone, kids)) and time.monotonic() < deadline:
+            time.sleep(0.01)
         err = self.proc.stderr.read() if self.proc.stderr else ""
         for f in (self.proc.stdout, self.proc.stderr):
             if f:

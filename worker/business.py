@@ -52,7 +52,7 @@ class BusinessConfig:
 
 
 class BusinessWorker:
-    def __init__(self, cfg: BusinessConfig, zctx: zmq.Context) -> None:
+    def __init__(self, cfg: BusinessConfig, zctx: zmq.Context[zmq.Socket[bytes]]) -> None:
         self.cfg = cfg
         self.ident = f"b{cfg.index}-{os.getpid()}".encode()
         self.store = Store.open(Path(cfg.store_path))
@@ -71,7 +71,7 @@ class BusinessWorker:
         self.bad = limits.bad_requests(log)
         self.pusher = Pusher(zctx, Path(cfg.run))
 
-    def _dealer(self, zctx: zmq.Context, index: int) -> zmq.Socket:
+    def _dealer(self, zctx: zmq.Context[zmq.Socket[bytes]], index: int) -> zmq.Socket[bytes]:
         sock = zctx.socket(zmq.DEALER)
         sock.setsockopt(zmq.IDENTITY, self.ident)
         sock.setsockopt(zmq.IMMEDIATE, 1)
@@ -96,7 +96,7 @@ class BusinessWorker:
         if time.monotonic() >= self.next_hello:
             self.hello()
 
-    def _send(self, sock: zmq.Socket, message: bytes) -> None:
+    def _send(self, sock: zmq.Socket[bytes], message: bytes) -> None:
         # zmq.Again: the I/O worker is gone; its connections died with it
         with contextlib.suppress(zmq.Again):
             sock.send(message, flags=wire.NOBLOCK)
@@ -104,12 +104,12 @@ class BusinessWorker:
     def serve(self) -> None:
         while self.running:
             self._hello_if_due()
-            for sock, _ in self.poller.poll(timeout=wire.HEARTBEAT_S * 1000):
+            for sock, _ in self.poller.poll(timeout=int(wire.HEARTBEAT_S * 1000)):
                 self._drain(sock)
             if self.pusher.due():
                 self.pusher.push(self.m)
 
-    def _drain(self, sock: zmq.Socket) -> None:
+    def _drain(self, sock: zmq.Socket[bytes]) -> None:
         for _ in range(DRAIN_MESSAGES):
             try:
                 msg = sock.recv(flags=wire.NOBLOCK)
@@ -117,7 +117,7 @@ class BusinessWorker:
                 return
             self._on_message(sock, msg)
 
-    def _on_message(self, sock: zmq.Socket, msg: bytes) -> None:
+    def _on_message(self, sock: zmq.Socket[bytes], msg: bytes) -> None:
         kind, payload = msg[:1], memoryview(msg)[1:]  # a registration's body is copied once
         if kind == wire.REQUESTS:
             self._send(sock, self._process_batch(payload))

@@ -12,33 +12,38 @@ from state import nsconfig
 from state.digest import DigestCache
 from state.store import Store
 from worker.acl import AclGuard, guard_of
+from worker.generation_cache import GenerationCache
 
 STARTED_AT = "started_at"  # meta table: when the node created its state (ms)
 ROUTE_CACHE_BYTES = 16 << 20  # encoded route bodies per business worker (the I/O worker keeps more)
 
 
-@dataclass(slots=True)
-class RouteCache:
-    """Route bodies and broker entries of one store generation.
+class RouteCache(GenerationCache[int, tuple[Any, ...], bytes]):
+    """Route bodies and broker entries of one store generation, the bodies bounded in bytes
+    (``worker.generation_cache``)."""
 
-    Everything is dropped when the generation moves (any route change). Bodies
-    are bounded in bytes; when full, the oldest eighth is evicted.
-    """
+    __slots__ = ("brokers",)
 
-    generation: int = -1
-    max_bytes: int = ROUTE_CACHE_BYTES
-    size: int = 0
-    bodies: dict[tuple[Any, ...], bytes] = field(default_factory=dict)
-    brokers: dict[str, Any] = field(default_factory=dict)
+    def __init__(self, max_bytes: int = ROUTE_CACHE_BYTES) -> None:
+        super().__init__(max_bytes, generation=-1)
+        self.brokers: dict[str, Any] = {}
+
+    @property
+    def bodies(self) -> dict[tuple[Any, ...], bytes]:
+        return self.entries
+
+    def clear(self) -> None:
+        super().clear()
+        self.brokers.clear()
+
+    def cost_of(self, key: tuple[Any, ...], value: bytes) -> int:
+        return len(value)
 
     def get(self, generation: int, key: tuple[Any, ...]) -> bytes | None:
         if generation != self.generation:
-            self.generation = generation
-            self.bodies.clear()
-            self.brokers.clear()
-            self.size = 0
+            self.renew(generation)
             return None
-        return self.bodies.get(key)
+        return self.entries.get(key)
 
     def keep(self, generation: int, key: tuple[Any, ...], build: Callable[[], bytes | None]
              ) -> bytes | None:
@@ -54,15 +59,7 @@ class RouteCache:
         return body
 
     def put(self, key: tuple[Any, ...], body: bytes) -> None:
-        if self.size + len(body) > self.max_bytes:
-            self._evict()
-        self.bodies[key] = body
-        self.size += len(body)
-
-    def _evict(self) -> None:
-        victims = list(self.bodies)[: max(1, len(self.bodies) // 8)]
-        for k in victims:
-            self.size -= len(self.bodies.pop(k))
+        self.add(key, body, len(body))
 
 
 @dataclass(slots=True)

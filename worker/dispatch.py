@@ -115,12 +115,6 @@ class _NoOwner:
         raise AssertionError("no frame is owned")
 
 
-def is_route_read(frame: bytes) -> bool:
-    """GET_ROUTEINFO_BY_TOPIC, read from the header without decoding it (frame = header
-    word + header); a frame whose code cannot be peeked is not one."""
-    return peek_code(frame) == ROUTE_CODE
-
-
 @dataclass
 class Peer:
     """A business worker; ``stale`` has one entry per reply owed for a request already

@@ -8,7 +8,7 @@ import contextlib
 import logging
 import socket
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from cluster.core.protocol.frame import FrameError, FrameReader, FrameTooLarge
 from worker import limits, wire
@@ -95,8 +95,8 @@ class Connection(asyncio.BufferedProtocol):
         self._prelude: Prelude | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        sock = transport.get_extra_info("socket")
+        self.transport = tr = cast(asyncio.Transport, transport)
+        sock = tr.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -104,7 +104,7 @@ class Connection(asyncio.BufferedProtocol):
         self.peer = f"{name[0]}:{name[1]}" if name else ""
         self.address = str(name[0]) if name else ""
         if not self.hub.add(self):
-            transport.abort()
+            tr.abort()
             return
         if self.hub.dialect.five and not self.adopted and \
                 transport.get_extra_info("sslcontext") is None:
@@ -182,7 +182,8 @@ class Connection(asyncio.BufferedProtocol):
         if total < LARGE_FRAME or self.pending or self._large is not None:
             return False
         fd = self._plain_fd()
-        if fd is None or self.transport.get_write_buffer_size():  # type: ignore[union-attr]
+        transport = self.transport
+        if fd is None or transport is None or transport.get_write_buffer_size():
             return False
         assert self.hub.handoff is not None
         raw = self.reader.take_buffered()
@@ -190,7 +191,7 @@ class Connection(asyncio.BufferedProtocol):
             self.reader.feed(raw)  # the start of a frame: nothing comes back
             return False
         self.handed_off = True
-        self.transport.abort()  # closes this process's descriptor only: no FIN, no RST
+        transport.abort()  # closes this process's descriptor only: no FIN, no RST
         return True
 
     def _plain_fd(self) -> int | None:

@@ -34,7 +34,7 @@ async def _every(period: float, fn) -> None:  # type: ignore[no-untyped-def]
         fn()
 
 
-async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
+async def _serve(cfg: IoConfig, zctx: zmq.Context[zmq.Socket[bytes]]) -> None:
     loop = asyncio.get_running_loop()
     router = zctx.socket(zmq.ROUTER)
     router.setsockopt(zmq.ROUTER_MANDATORY, 1)
@@ -47,7 +47,7 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
     store = Store.open(Path(cfg.store_path))
     hub = Hub(cfg, loop, router, RouteReplies(store.generation_token),
               open_arena(Path(cfg.store_path), cfg.index, cfg.frame_max))
-    loop.add_reader(router.getsockopt(zmq.FD), hub.on_router_readable)
+    loop.add_reader(router.fileno(), hub.on_router_readable)
     server = None if cfg.large else await accept(cfg, loop, hub)
     receiver = receive_handoffs(Path(cfg.run), loop, hub) if cfg.large else None
     if cfg.hand_off:
@@ -71,7 +71,7 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context) -> None:
         t.cancel()
     for conn in list(hub.conns.values()):
         conn.close()
-    loop.remove_reader(router.getsockopt(zmq.FD))
+    loop.remove_reader(router.fileno())
     hub.unwatch_all()
     if hub.handoff is not None:
         hub.handoff.close()

@@ -61,7 +61,7 @@ Tag = tuple[bytes | None, bytes | None, float, int]
 class Hub:
     """Connection table, the business-pool dispatcher and the ZeroMQ side of this worker."""
 
-    def __init__(self, cfg: IoConfig, loop: asyncio.AbstractEventLoop, router: zmq.Socket,
+    def __init__(self, cfg: IoConfig, loop: asyncio.AbstractEventLoop, router: zmq.Socket[bytes],
                  replies: RouteReplies, arena: FrameArena | None = None) -> None:
         self.cfg = cfg
         self.replies = replies
@@ -327,7 +327,7 @@ class Hub:
                     len(lost))
         self._answer_lost(lost)
 
-    def _answer_lost(self, lost: list[tuple[bytes, bytes]]) -> None:
+    def _answer_lost(self, lost: list[tuple[bytes, bytes | memoryview]]) -> None:
         for conn_id, frame in lost:
             self._settled(conn_id, len(frame))
             self.answer_error(conn_id, frame, ResponseCode.SYSTEM_ERROR, LOST_REMARK, None)
@@ -385,7 +385,7 @@ class Hub:
         self._read_scheduled = False
         router = self.router
         try:
-            while router.getsockopt(wire.EVENTS) & wire.POLLIN:
+            while cast(int, router.getsockopt(wire.EVENTS)) & wire.POLLIN:
                 self._on_message(router.recv_multipart(flags=wire.NOBLOCK))
         except zmq.Again:
             pass

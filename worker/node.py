@@ -24,6 +24,7 @@ import zmq
 
 from cluster.core.clock import wall_ms
 from cluster.core.errors import UserError
+from cluster.core.procs import exit_with_parent, set_process_name
 from state import nsconfig, route, route5
 from state.store import Store
 from worker import store_home, tls, wire
@@ -38,9 +39,7 @@ from worker.metrics import parse_snapshot
 from worker.metrics_server import MetricsBook, MetricsServer, NodeCollector
 from worker.procs import (
     control_endpoint,
-    exit_with_parent,
     run_dir,
-    set_process_name,
     store_base,
     store_dir,
     sweep_stale,

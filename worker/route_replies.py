@@ -35,6 +35,7 @@ from cluster.core.protocol.peek import BIN_OPAQUE_END, BIN_OPAQUE_START
 from cluster.core.protocol.peek import FRAME_BIN_HEAD as _BIN_HEAD
 from cluster.core.protocol.peek import FRAME_BIN_OPAQUE as _BIN_OPAQUE
 from cluster.core.protocol.peek import FRAME_BIN_TAIL as _BIN_TAIL
+from worker.generation_cache import GenerationCache
 from worker.metrics import reply_code
 
 MAX_BYTES = 96 << 20  # templates kept per I/O worker: the 40,000 routes of the mixed layout fit
@@ -156,46 +157,43 @@ def template_of(reply: bytes) -> Template | None:
                     header[stop:] + reply[8 + hlen :])
 
 
-class RouteReplies:
-    """Templates of one store generation; bounded in bytes (the oldest eighth of the keys goes
-    first). A key costs its length, a template its size once however many keys share it."""
+class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
+    """Templates of one store generation (``worker.generation_cache``). A key costs its
+    length, a template its size once however many keys share it."""
+
+    __slots__ = ("_read_generation", "_shared")
 
     def __init__(self, generation: Callable[[], bytes | None], max_bytes: int = MAX_BYTES) -> None:
+        super().__init__(max_bytes, generation=None)
         self._read_generation = generation
-        self.generation: bytes | None = None
-        self.max_bytes = max_bytes
-        self.size = 0
-        self.templates: dict[HeaderKey, Template] = {}
         self._shared: dict[tuple[bytes, bytes], Template] = {}
+
+    @property
+    def templates(self) -> dict[HeaderKey, Template]:
+        return self.entries
 
     def refresh(self) -> None:
         """Re-read the store generation; a new one empties the cache."""
-        gen = self._read_generation()
-        if gen != self.generation:
-            self.generation = gen
-            self.templates.clear()
-            self._shared.clear()
-            self.size = 0
+        self.renew(self._read_generation())
+
+    def clear(self) -> None:
+        super().clear()
+        self._shared.clear()
 
     def learn(self, key: HeaderKey, generation: bytes | None, reply: bytes) -> None:
         """Keep the pool's reply to a lookup sent while the store was at ``generation``."""
-        if generation != self.generation or key in self.templates:
+        if generation != self.generation or key in self.entries:
             return
         t = template_of(reply)
         if t is None or len(key) + t.size > self.max_bytes:
             return
-        while self.templates and self.size + len(key) + t.size > self.max_bytes:
-            for k in list(self.templates)[: max(1, len(self.templates) // 8)]:
-                self._forget(k)
+        self.make_room(len(key) + t.size)
         t = self._shared.setdefault(t.ident, t)
-        if not t.uses:
-            self.size += t.size
+        self.add(key, t, len(key) if t.uses else len(key) + t.size)
         t.uses += 1
-        self.templates[key] = t
-        self.size += len(key)
 
-    def _forget(self, key: HeaderKey) -> None:
-        t = self.templates.pop(key)
+    def forget(self, key: HeaderKey) -> None:
+        t = self.entries.pop(key)
         self.size -= len(key)
         t.uses -= 1
         if not t.uses:

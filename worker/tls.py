@@ -88,7 +88,7 @@ class TlsAcceptor:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, listener: socket.socket,
                  ctx: ssl.SSLContext, enforcing: bool,
-                 protocol: Callable[[], asyncio.Protocol], hit: Hit, timeout_s: float) -> None:
+                 protocol: Callable[[], asyncio.BaseProtocol], hit: Hit, timeout_s: float) -> None:
         self.loop = loop
         self.listener = listener
         self.ctx = ctx
@@ -135,8 +135,13 @@ TLS_HANDSHAKE = "tls handshake"
 
 async def _peek(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> bytes:
     """The first byte a peer sent, left in the socket; b"" when it closed first."""
-    ready = loop.create_future()
-    loop.add_reader(sock.fileno(), lambda: ready.done() or ready.set_result(None))
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(sock.fileno(), readable)
     try:
         await ready
     finally:

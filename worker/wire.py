@@ -72,7 +72,8 @@ _SHARED = struct.Struct(">IQIH")  # I/O worker pid, offset, length, len(conn); t
 Buf = TypeVar("Buf", bytes, memoryview)
 
 
-def pack_pairs(pairs: Sequence[tuple[bytes | memoryview, bytes]], kind: bytes = b"") -> bytes:
+def pack_pairs(pairs: Sequence[tuple[bytes | memoryview, bytes | memoryview]],
+               kind: bytes = b"") -> bytes:
     """``kind`` then (conn, payload) pairs, as one frame: u16 len, u32 len, conn, payload, ..."""
     parts: list[bytes | memoryview] = [kind]
     pack = _PAIR.pack

@@ -22,6 +22,7 @@ from cluster.addr.service import AddressService
 from cluster.addr.sources import FixedNodes, NodeSource, SupervisorNodes
 from cluster.audit.cli import add_read_args, read_limits
 from cluster.client.targets import add_source_args, parse_namesrv
+from cluster.core.argtypes import Subparsers
 from cluster.core.config import REPO_DEFAULT, parse_listen
 from cluster.core.durations import duration
 from cluster.core.errors import UserError
@@ -30,7 +31,7 @@ DEFAULT_SUBGROUP = "nsaddr"  # MixAll.WS_DOMAIN_SUBGROUP
 log = logging.getLogger("pynamesrv.addr")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("addr-service", help="serve the NameServer address list over HTTP "
                                             "(rocketmq.namesrv.domain)")
     add_source_args(p)

@@ -12,53 +12,34 @@ each answered from the last published lists (no request waits for a read).
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Callable
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import orjson
 
 from cluster.addr.service import Published
+from cluster.core.http_server import BoundedHTTPServer
 
 MAX_CONNECTIONS = 64
 REQUEST_TIMEOUT_S = 10.0
 BROKERS_SUFFIX = "-brokers"
 
 
-class AddressServer(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-
+class AddressServer(BoundedHTTPServer):
     def __init__(self, host: str, port: int, subgroup: str,
                  published: Callable[[], Published]) -> None:
-        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.host = host
         self.subgroup = subgroup
         self.published = published
-        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        super().__init__((host, port), _Handler)
+        super().__init__(host, port, _Handler, MAX_CONNECTIONS)
 
     @property
     def url(self) -> str:
         port = self.server_address[1]
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{port}/rocketmq/{self.subgroup}"
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        """At most MAX_CONNECTIONS requests at once; more are closed unanswered."""
-        if not self.slots.acquire(blocking=False):
-            self.shutdown_request(request)
-            return
-        super().process_request(request, client_address)
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self.slots.release()
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -1,7 +1,8 @@
-"""Consistency audit: collect node snapshots, analyse them on Spark, report.
+"""Consistency audit: read every node's tables in rounds, analyse them on Spark, report.
 
-``rows`` defines the row schema and flattens a snapshot, ``collector`` polls a
-cluster, ``spark_job`` computes agreement with DataFrame operations,
-``verdict`` decides eventual consistency, ``report`` renders the results and
-``cli`` wires the ``pynamesrv audit`` subcommands.
+``reader`` reads any NameServer (a pynamesrv node by its snapshot, any other through
+RocketMQ's own codes: ``standard_view``) and is the one client of GET_NODE_SNAPSHOT;
+``collector`` writes its rounds as ``rows``; ``spark_job`` computes agreement with
+DataFrame operations, ``verdict`` decides eventual consistency, ``report`` renders the
+results; ``watch`` is the live divergence signal; ``cli`` wires ``pynamesrv audit``.
 """

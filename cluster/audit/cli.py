@@ -11,7 +11,7 @@ from cluster.audit.collector import CollectPlan, RoundResult, Target, TerminalPr
 from cluster.audit.reader import Kind, ReadLimits
 from cluster.audit.rows import BoundInputs
 from cluster.client.targets import add_source_args, resolve_args
-from cluster.core.argtypes import host_port, int_range
+from cluster.core.argtypes import Subparsers, host_port, int_range
 from cluster.core.durations import duration
 from cluster.core.errors import UserError
 
@@ -30,7 +30,7 @@ def node_spec(text: str) -> Target:
     return Target(name, host, int(port))
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     audit = sub.add_parser("audit", help="consistency audit of the cluster's nodes")
     asub = audit.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")
     asub.required = True
@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _register_watch(asub)
 
 
-def _register_collect(asub: argparse._SubParsersAction) -> None:
+def _register_collect(asub: Subparsers) -> None:
     p = asub.add_parser("collect", help="poll every node's snapshot into JSON-lines files")
     add_source_args(p)
     p.add_argument("--node", action="append", type=node_spec, metavar="NAME=HOST:PORT",
@@ -83,7 +83,7 @@ def read_limits(args: argparse.Namespace, timeout: float) -> ReadLimits:
         raise UserError(str(exc)) from None
 
 
-def _register_run(asub: argparse._SubParsersAction) -> None:
+def _register_run(asub: Subparsers) -> None:
     p = asub.add_parser("run", help="analyse a collection on Spark and give a verdict")
     p.add_argument("dir", help="collection directory or any URI Spark can read")
     p.add_argument("--master", default="local[2]", help="Spark master (local[2])")
@@ -98,7 +98,7 @@ def _register_run(asub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _register_watch(asub: argparse._SubParsersAction) -> None:
+def _register_watch(asub: Subparsers) -> None:
     p = asub.add_parser("watch", help="print the nodes' divergence every round, from their "
                                       "table digests (GET_NODE_DIGEST)")
     add_source_args(p)

@@ -7,10 +7,13 @@ list, every expected node that never answered or has gaps, is turned into a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from py4j.protocol import Py4JJavaError
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -20,7 +23,6 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
-from pyspark.sql.utils import AnalysisException
 
 from cluster.audit.rows import MANIFEST_NAME, ROWS_PREFIX, ROWS_SUFFIX, Manifest
 from cluster.core.errors import UserError
@@ -186,7 +188,7 @@ def _node_facts(node_rounds: DataFrame, expected: list[str]) -> list[Row]:
 def node_problems(node_rounds: DataFrame, expected: list[str]) -> list[Problem]:
     """Expected nodes with no rows, never answering, lacking rounds or contradicting themselves."""
     facts = _node_facts(node_rounds, expected)
-    checks = (
+    checks: tuple[tuple[str, Callable[[Row], Any], Callable[[Row], str]], ...] = (
         ("nodes with no rows at all", lambda r: r["seen"] == 0, lambda r: r["node"]),
         ("nodes never reachable in any round", lambda r: r["seen"] > 0 and not r["up"],
          lambda r: r["node"]),

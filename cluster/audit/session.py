@@ -63,7 +63,8 @@ def _forward(stream: IO[bytes]) -> None:
 
 def _start_context(conf: SparkConf) -> None:
     """Start the JVM with its stderr filtered, then the SparkContext on it."""
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    gateway = launch_gateway(  # type: ignore[no-untyped-call]  # pyspark: no annotations
+        conf, popen_kwargs={"stderr": subprocess.PIPE})
     threading.Thread(target=_forward, args=(gateway.proc.stderr,), daemon=True,
                      name="spark-stderr").start()
     SparkContext(conf=conf, gateway=gateway)

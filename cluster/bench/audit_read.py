@@ -28,6 +28,7 @@ import psutil
 
 from cluster.audit.reader import FIXED_REQUESTS, ClusterReader, Kind, ReadLimits
 from cluster.bench.fanout import spawned_nodes
+from cluster.bench.sampler import tree_cpu_s
 from cluster.client.fanout import BrokerIdentity, BrokerOuterAPI, RegisterPayload
 
 
@@ -47,17 +48,7 @@ def register(api: BrokerOuterAPI, brokers: int, topics: int) -> None:
 
 
 def _cpu_s(pid: int | None) -> float:
-    if pid is None:
-        return 0.0
-    root = psutil.Process(pid)
-    total = 0.0
-    for p in [root, *root.children(recursive=True)]:
-        try:
-            t = p.cpu_times()
-        except psutil.Error:
-            continue
-        total += t.user + t.system
-    return total
+    return 0.0 if pid is None else tree_cpu_s(pid)
 
 
 def measure(addr: str, pid: int | None, limits: ReadLimits, rounds: int) -> dict[str, Any]:

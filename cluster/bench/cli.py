@@ -7,10 +7,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from cluster.bench.compare import compare, ratio_lines
 from cluster.bench.runner import JAVA_HEAP, JAVA_PREFIX, find_rmqload, measure
 from cluster.bench.workloads import DEFAULT, WORKLOADS
+from cluster.core.argtypes import Subparsers
 from cluster.core.durations import duration, go_duration
 from cluster.core.errors import UserError
 from cluster.peers.catalog import RELEASES
@@ -18,7 +20,7 @@ from cluster.peers.catalog import RELEASES
 JAVA_DEFAULT = tuple(r.name for r in RELEASES.values() if r.in_setup)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("bench", help="benchmark a node (rmqload workloads) beside its peers")
     p.add_argument("-w", "--workload", action="append", choices=sorted(WORKLOADS),
                    help=f"workload (repeatable; default: {', '.join(DEFAULT)})")
@@ -102,7 +104,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if all(not r.get("errors") for r in results) else 1
 
 
-def _row(r: dict) -> str:
+def _row(r: dict[str, Any]) -> str:
     parts = [f"{r['workload']:<16} {r['target']:<9}"]
     for side in ("route", "register"):
         if side in r:

@@ -27,24 +27,13 @@ from pathlib import Path
 import psutil
 
 from cluster.bench.fanout import spawned_nodes
+from cluster.bench.sampler import tree_cpu_s
 from cluster.client.fanout import BrokerIdentity, BrokerOuterAPI, RegisterPayload
 from cluster.core.node_link import NodeLink
 from cluster.core.protocol.codes import RequestCode
 from cluster.core.protocol.digest_body import DigestQuery, encode_query
 
 SETTLE_S = 0.3
-
-
-def _tree_cpu(pid: int) -> float:
-    root = psutil.Process(pid)
-    total = 0.0
-    for p in (root, *root.children(recursive=True)):
-        try:
-            t = p.cpu_times()
-        except psutil.Error:
-            continue
-        total += t.user + t.system
-    return total
 
 
 def _node_pid(port: int) -> int:
@@ -81,10 +70,10 @@ def _measure(pid: int, link: NodeLink, ask: Callable[[], None], rounds: int,
         if before is not None:
             before()
             time.sleep(SETTLE_S)  # let the node finish what ``before`` caused
-        got, t0, w0 = link.received, _tree_cpu(pid), time.perf_counter()
+        got, t0, w0 = link.received, tree_cpu_s(pid), time.perf_counter()
         ask()
         wall += time.perf_counter() - w0
-        cpu += _tree_cpu(pid) - t0
+        cpu += tree_cpu_s(pid) - t0
         sizes.append(link.received - got)
     return cpu * 1000 / rounds, wall * 1000 / rounds, int(statistics.median(sizes))
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from cluster.bench.sampler import TreeSampler
 from cluster.bench.workloads import Workload, summary
@@ -150,19 +151,21 @@ def _wait_port(proc: subprocess.Popen[str], port: int) -> None:
     raise UserError(f"the Rust NameServer did not listen on {port} within {BOOT_S:.0f} s")
 
 
-def run_rmqload(binary: Path, w: Workload, addr: str, warmup: str, duration: str) -> dict:
+def run_rmqload(binary: Path, w: Workload, addr: str, warmup: str, duration: str
+                ) -> dict[str, Any]:
     argv = [str(binary), w.mode, *w.args, "-a", addr, "-w", warmup, "-d", duration, "-q"]
     res = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         raise UserError(f"rmqload gave no result (exit {res.returncode}): {res.stderr.strip()}")
-    out: dict = json.loads(lines[-1])
+    out: dict[str, Any] = json.loads(lines[-1])
     out["command"] = " ".join(["rmqload", w.mode, *w.args, "-w", warmup, "-d", duration])
     return out
 
 
 def measure(binary: Path, w: Workload, target: str, props: dict[str, str], warmup: str,
-            duration: str, addr: str | None = None, java_heap: str = JAVA_HEAP) -> dict:
+            duration: str, addr: str | None = None, java_heap: str = JAVA_HEAP
+            ) -> dict[str, Any]:
     """One workload against a fresh server of kind ``target`` (or a given address)."""
     if addr:
         result = run_rmqload(binary, w, addr, warmup, duration)

@@ -103,3 +103,17 @@ class TreeSampler:
     @property
     def cpu_util(self) -> float:
         return self.cpu_s / self.elapsed if self.elapsed else 0.0
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of process ``pid`` and its descendants so far; a process
+    that exits while they are read is left out."""
+    root = psutil.Process(pid)
+    total = 0.0
+    for p in (root, *root.children(recursive=True)):
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system
+    return total

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
 DEFAULT = ("route", "route-latency", "register-bump", "register-nobump", "mixed-rate10")
 
 
-def summary(result: dict) -> dict[str, object]:
+def summary(result: dict[str, Any]) -> dict[str, object]:
     """The figures worth a table row from one rmqload JSON result."""
     out: dict[str, object] = {}
     sides = {"route": ("route",), "register": ("register",)}.get(result.get("mode", ""),

@@ -17,13 +17,13 @@ from cluster.chaos.history import read_history
 from cluster.chaos.load_plan import DEFAULT_BROKERS, DEFAULT_READS, DEFAULT_TOPICS, LoadPlan
 from cluster.chaos.runner import ChaosOptions, plan_schedule, run_chaos
 from cluster.chaos.schedule import SCENARIOS
-from cluster.core.argtypes import int_range
+from cluster.core.argtypes import Subparsers, int_range
 from cluster.core.config import ClusterConfig
 from cluster.core.durations import duration, duration_or_zero
 from cluster.core.errors import UserError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     chaos = sub.add_parser("chaos", help="seeded fault scenarios checked by invariants")
     csub = chaos.add_subparsers(dest="chaos_command", metavar="ACTION")
     csub.required = True

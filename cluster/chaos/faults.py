@@ -18,12 +18,12 @@ from typing import Any
 
 import psutil
 
+from cluster.audit.reader import ClusterReader, NodeFailed
 from cluster.chaos import hostile
 from cluster.chaos.proxy import ProxyFaults, ProxyHost
 from cluster.chaos.schedule import FaultEvent
 from cluster.chaos.workload import Workload
 from cluster.client.errors import ClientError
-from cluster.client.nsclient import NameServerClient
 from supervisor.control_client import ControlClient
 
 POLL_S = 0.1
@@ -40,7 +40,7 @@ class FaultContext:
     proxies: ProxyHost
     workload: Workload
     node_addrs: dict[str, str]
-    probe: NameServerClient
+    probe: ClusterReader  # the nodes by name, read by their snapshot
     ready_timeout_s: float = 30.0
     killed_workers: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
 
@@ -49,8 +49,8 @@ class FaultContext:
 
     def answers(self, node: str) -> bool:
         try:
-            self.probe.get_snapshot(self.node_addrs[node])
-        except ClientError:
+            self.probe.read_node(node)
+        except (ClientError, NodeFailed):
             return False
         return True
 

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from cluster.client.broker_sim import BrokerIdentity, TopicSpec, broker_identity, make_topics
+from cluster.client.broker_sim import TopicSpec, broker_identity, make_topics
+from cluster.client.fanout import BrokerIdentity
 
 LOAD_CLUSTER = "LoadCluster"
 LOAD_PREFIX = "load-broker-"

@@ -143,8 +143,7 @@ class ReadClient(asyncio.Protocol):
             if not self.connecting:
                 self.choose()
             return
-        self._expire(now)
-        if self.transport is None:
+        if self._expired(now):
             return
         rate = self.engine.plan.reads_per_client
         self.credit = min(self.credit + rate * dt, rate * CREDIT_CAP_S)
@@ -160,18 +159,20 @@ class ReadClient(asyncio.Protocol):
         assert self.node is not None
         self.engine.counters(self.node).sent += n
 
-    def _expire(self, now: float) -> None:
-        """The oldest read without a reply past the timeout closes the connection."""
+    def _expired(self, now: float) -> bool:
+        """Whether the oldest read without a reply is past the timeout: it closes the
+        connection."""
         if not self.pending:
-            return
+            return False
         opaque, (sent, _) = next(iter(self.pending.items()))
         if now - sent < self.engine.plan.read_timeout_s:
-            return
+            return False
         assert self.node is not None and self.transport is not None
         del self.pending[opaque]
         self.engine.counters(self.node).timeout += 1
         self.fail(self.node, "timeout", 1)
         self.transport.abort()
+        return True
 
     # -------------------------------------------------------------- receive
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from cluster.audit.reader import ClusterReader, Kind, ReadLimits
 from cluster.audit.rows import BoundInputs
 from cluster.chaos.all_checks import run_checks
 from cluster.chaos.audit import AUDIT_DIR, AuditInput, run_audit
@@ -38,7 +39,6 @@ from cluster.chaos.proxy import ProxyHost, ProxySpec
 from cluster.chaos.report_html import write_report
 from cluster.chaos.schedule import FaultEvent, Schedule, Timing, TooShort, build_schedule
 from cluster.chaos.workload import Workload, WorkloadOptions
-from cluster.client.nsclient import NameServerClient
 from cluster.core.clock import wall_ms
 from cluster.core.config import ClusterConfig, load_cluster
 from cluster.core.errors import UserError
@@ -165,7 +165,7 @@ class ChaosRun:
         self.cluster = ClusterProcess(self.cfg, opts.out_dir / "cluster.log")
         self.tracker = ProcessTracker()
         self.control = ControlClient(self.cfg.control, 5.0)
-        self.probe = NameServerClient(list(self.node_addrs.values()), timeout=2.0)
+        self.probe = ClusterReader(self.node_addrs, ReadLimits(timeout_s=2.0, force=Kind.SNAPSHOT))
         self.proxies: ProxyHost | None = None
         self.workload: Workload | None = None
         self.history: HistoryWriter | None = None
@@ -235,7 +235,7 @@ class ChaosRun:
 
     def _answers(self, node: str) -> bool:
         with contextlib.suppress(Exception):
-            self.probe.get_snapshot(self.node_addrs[node])
+            self.probe.read_node(node)
             return True
         return False
 

@@ -226,10 +226,6 @@ class Workload:
             b.api.pool.close()
         self._io.close()
 
-    @property
-    def alive_threads(self) -> list[str]:
-        return [t.name for t in self._threads if t.is_alive()]
-
     # ----------------------------------------------------------------- loops
 
     def _client(self, addrs: list[str]) -> NameServerClient:

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from cluster.core.argtypes import Subparsers
 from cluster.core.config import ClusterConfig, load_cluster, metrics_ports
 from cluster.core.durations import duration
 from cluster.core.errors import UserError
@@ -33,7 +34,7 @@ ALERTS = ASSETS / "alerts.yml"
 ALERTS_TEST = ASSETS / "alerts_test.yml"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("monitoring", help="write Prometheus and Grafana files for the cluster")
     p.add_argument("-c", "--config", default=None, metavar="CLUSTER_YAML",
                    help="cluster file whose nodes and status page to scrape")

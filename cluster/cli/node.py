@@ -14,10 +14,11 @@ import argparse
 import os
 import sys
 
+from cluster.core.argtypes import Subparsers
 from cluster.core.procs import python_module
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("node", help="run one NameServer node in the foreground",
                        add_help=False, usage="pynamesrv node --data-dir DIR [options]; "
                        "pynamesrv node --help lists them")
@@ -27,4 +28,3 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     argv = [*python_module("worker.node"), *args.passthrough_args]
     os.execv(sys.executable, argv)
-    return 0  # not reached

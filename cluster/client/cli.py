@@ -33,7 +33,7 @@ from cluster.client.credentials import credentials_from_args
 from cluster.client.fanout import CLIENT_VERSION
 from cluster.client.heartbeat import MAX_PERIOD, MIN_PERIOD
 from cluster.client.targets import NodeSet, resolve_args
-from cluster.core.argtypes import int_range, one_line
+from cluster.core.argtypes import Subparsers, int_range, one_line
 from cluster.core.durations import duration, duration_or_zero
 from cluster.core.errors import UserError
 
@@ -148,7 +148,10 @@ def _broker_sim(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UserError(str(exc)) from None
     start = time.monotonic()
-    log = lambda text: _event(text, time.monotonic() - start, args.json)  # noqa: E731
+
+    def log(text: str) -> None:
+        _event(text, time.monotonic() - start, args.json)
+
     ticks = _sim_ticks(sim, args, log)
     stop = _Stop()
     with stop.handling():
@@ -192,7 +195,7 @@ def _sim_loop(sim: BrokerSimulation, args: argparse.Namespace, start: float,
 # ------------------------------------------------------------------- parser
 
 
-def _sim_parser(sub: argparse._SubParsersAction) -> None:
+def _sim_parser(sub: Subparsers) -> None:
     p = sub.add_parser("broker-sim", help="simulated brokers registering to every node",
                        description="Run simulated brokers that register to every node of a "
                                    "cluster on a heartbeat schedule; prints a live summary. "
@@ -247,6 +250,6 @@ def _sim_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_broker_sim)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     _sim_parser(sub)
     admin.register(sub)

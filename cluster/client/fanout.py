@@ -13,7 +13,7 @@ import asyncio
 import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from cluster.client.connection import ConnectionPool, PooledClient, split_addrs
 from cluster.client.errors import CallTimeout, ClientError, ProtocolError, RemoteError
@@ -22,6 +22,7 @@ from cluster.core.protocol.acl import Credentials
 from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 
+T = TypeVar("T")
 CLIENT_VERSION = 409
 REGISTER_TIMEOUT = 6.0  # registerBrokerTimeoutMills (4.9)
 UNREGISTER_TIMEOUT = 3.0
@@ -190,7 +191,7 @@ def expect_success(resp: RemotingCommand, addr: str) -> RemotingCommand:
     return resp
 
 
-def decode_body(decoder: Callable[[bytes], Any], body: bytes, addr: str) -> Any:
+def decode_body(decoder: Callable[[bytes], T], body: bytes, addr: str) -> T:
     try:
         return decoder(body)
     except body_common.BodyError as exc:

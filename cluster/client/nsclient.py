@@ -15,8 +15,6 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import orjson
-
 from cluster.client.connection import ConnectionPool, PooledClient, split_addrs
 from cluster.client.errors import ClientError, ConnectError, RemoteError
 from cluster.client.fanout import (
@@ -27,7 +25,7 @@ from cluster.client.fanout import (
     expect_success,
     fanout_frame,
 )
-from cluster.core.protocol import admin_bodies, body_common, route_bodies
+from cluster.core.protocol import admin_bodies, route_bodies
 from cluster.core.protocol.acl import Credentials
 from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
@@ -102,7 +100,8 @@ class NameServerClient(PooledClient):
             return addr
         raise ConnectError("no NameServer reachable: " + "; ".join(errors))
 
-    async def _invoke_any(self, cmd: RemotingCommand, timeout: float) -> tuple[str, Any]:
+    async def _invoke_any(self, cmd: RemotingCommand, timeout: float
+                          ) -> tuple[str, RemotingCommand]:
         deadline = self.pool.deadline(timeout)
         addr = await self._select(deadline)
         opaque, frame = self.pool.prepare(cmd)
@@ -169,16 +168,6 @@ class NameServerClient(PooledClient):
                        version=self.version)
         return self._query(cmd, admin_bodies.decode_topic_list, addr)
 
-    def get_system_topics(self, *, addr: str | None = None) -> Any:
-        cmd = _command(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, version=self.version)
-        return self._query(cmd, admin_bodies.decode_topic_list, addr)
-
-    def get_unit_topics(self, code: int = RequestCode.GET_UNIT_TOPIC_LIST, *,
-                        addr: str | None = None) -> Any:
-        """Codes 311 (unit), 312 (has unit sub) or 313 (has unit sub, not unit)."""
-        return self._query(_command(code, version=self.version), admin_bodies.decode_topic_list,
-                           addr)
-
     # ---------------------------------------------------------------- KV
 
     def get_kv(self, namespace: str, key: str, *, addr: str | None = None) -> str | None:
@@ -243,13 +232,6 @@ class NameServerClient(PooledClient):
         cmd = _command(RequestCode.DELETE_TOPIC_IN_NAMESRV, ext, version=self.version)
         return self.fanout(cmd, _success, **kw)
 
-    def get_snapshot(self, addr: str) -> dict[str, Any]:
-        """pynamesrv extension: one node's tables (``GET_NODE_SNAPSHOT``)."""
-        resp = self.invoke(_command(RequestCode.GET_NODE_SNAPSHOT, version=self.version),
-                           addr=addr)
-        expect_success(resp, addr)
-        return decode_body(_json_object, resp.body or b"", addr)
-
 
 def _success(resp: RemotingCommand, addr: str) -> None:
     expect_success(resp, addr)
@@ -265,14 +247,3 @@ def _count_field(name: str) -> Parser:
         expect_success(resp, addr)
         return int(resp.field(name) or 0)
     return parse
-
-
-def _json_object(body: bytes) -> dict[str, Any]:
-    try:
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise body_common.BodyError(f"not JSON: {exc}") from None
-    if not isinstance(obj, dict):
-        raise body_common.BodyError("not a JSON object")
-    return obj
-

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TypeAlias
 
 
 def int_range(lo: int, hi: int) -> Callable[[str], int]:
@@ -37,3 +38,7 @@ def host_port(text: str) -> tuple[str, int]:
     if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
     return host.strip("[]"), int(port)
+
+
+# What ``add_subparsers()`` returns: each area's ``register(sub)`` adds its commands to it.
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"

@@ -38,4 +38,4 @@ class Backoff:
             if self.immediate_after_stable:
                 return 0.0
         self._streak += 1
-        return min(self.max_s, self.initial_s * 2 ** (self._streak - 1))
+        return min(self.max_s, self.initial_s * 2.0 ** (self._streak - 1))

@@ -182,7 +182,7 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode,
                        deep: bool = False) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}", key_node.start_mark)
@@ -232,7 +232,8 @@ class _Parser:
     def fail(self, key: str, msg: str) -> ConfigError:
         return ConfigError(f"{self.path}: {key}: {msg}")
 
-    def mapping(self, v: Any, key: str, allowed: tuple[str, ...] | Mapping[str, Any]) -> dict:
+    def mapping(self, v: Any, key: str, allowed: tuple[str, ...] | Mapping[str, Any]
+                ) -> dict[str, Any]:
         if v is None:
             return {}
         if not isinstance(v, dict):
@@ -242,7 +243,8 @@ class _Parser:
                 raise self.fail(f"{key}.{k}" if key else str(k), "unknown key")
         return v
 
-    def typed(self, raw: dict, key: str, schema: Mapping[str, tuple[Check, Any]]) -> dict:
+    def typed(self, raw: dict[str, Any], key: str, schema: Mapping[str, tuple[Check, Any]]
+              ) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for k, v in raw.items():
             problem = schema[k][0](v)
@@ -276,12 +278,12 @@ class _Parser:
             raise self.fail("control", f"must be a loopback address, got {host!r}")
         if _int(1, 65535)(int(port) if port.isdigit() else port):
             raise self.fail("control", f"bad port {port!r}")
-        return v
+        return str(v)
 
     def directory(self, v: Any, key: str, base: Path) -> Path:
         if _str(v):
             raise self.fail(key, _str(v) or "")
-        return (base / os.path.expanduser(v)).resolve()
+        return (base / os.path.expanduser(str(v))).resolve()
 
     def supervisor(self, v: Any) -> SupervisorConfig:
         raw = self.typed(self.mapping(v, "supervisor", SUPERVISOR_KEYS),
@@ -330,7 +332,8 @@ class _Parser:
         settings = self.settings(raw.get("settings"), f"{key}.settings", defaults)
         return NodeConfig(name, host, port, ndir, settings)
 
-    def unique(self, nodes: tuple[NodeConfig, ...], attr: str, val: Callable) -> None:
+    def unique(self, nodes: tuple[NodeConfig, ...], attr: str,
+               val: Callable[[Any], Any]) -> None:
         seen: dict[Any, int] = {}
         for i, n in enumerate(nodes):
             v = val(n)

@@ -12,12 +12,13 @@ import os
 import sys
 from pathlib import Path
 
+from cluster.core.argtypes import Subparsers
 from cluster.core.errors import UserError
 from cluster.peers import cache, gobuild, install, java, maven, native, rust
 from cluster.peers.catalog import DEFAULT_RELEASE, RELEASES, Release, release
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("peer", help="the real RocketMQ peers: install them, start them")
     peer = p.add_subparsers(dest="peer_command", metavar="PEER_COMMAND")
     peer.required = True
@@ -72,7 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     go.set_defaults(func=_goprobe, passthrough=True)
 
 
-def _java_parser(peer: argparse._SubParsersAction, name: str, what: str
+def _java_parser(peer: Subparsers, name: str, what: str
                  ) -> argparse.ArgumentParser:
     p = peer.add_parser(name, help=f"{what}, on 127.0.0.1")
     p.add_argument("--release", default=DEFAULT_RELEASE, choices=sorted(RELEASES))
@@ -105,7 +106,6 @@ def _exec(cmd: java.PeerCommand) -> int:
     os.chdir(cmd.cwd)
     sys.stdout.flush()
     os.execvpe(cmd.argv[0], cmd.argv, cmd.environ())
-    return 1  # not reached
 
 
 def _port(value: int) -> int:
@@ -160,7 +160,6 @@ def _goprobe(args: argparse.Namespace) -> int:
         rest = rest[1:]
     sys.stdout.flush()
     os.execv(str(binary), [str(binary), *rest])
-    return 1  # not reached
 
 
 def _status(args: argparse.Namespace) -> int:

@@ -278,6 +278,7 @@ def open_connections(node: LoggedNode) -> int:
     return count
 
 
+@pytest.mark.serial  # its answered-request floor assumes the machine to itself
 def test_mutated_frames_from_many_connections(tmp_path: Path, reaper: Reaper) -> None:
     seeds = targets.seed_frames()
     node = LoggedNode(tmp_path / "node", tmp_path / "node.log").start()

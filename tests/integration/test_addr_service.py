@@ -26,7 +26,7 @@ import pytest
 from cluster.client.fanout import BrokerIdentity, BrokerOuterAPI, RegisterPayload
 from supervisor.control_client import ControlClient, ControlUnavailable
 from tests.conftest import Reaper
-from tests.nodeproc import ROOT, NodeProcess, free_port, poll_until
+from tests.nodeproc import ROOT, NodeProcess, free_port, poll_until, start_all, stop_all
 
 pytestmark = pytest.mark.integration
 
@@ -70,16 +70,14 @@ def reasons(base: str) -> dict[str, str]:
 
 @pytest.fixture
 def three(tmp_path: Path) -> Iterator[list[NodeProcess]]:
-    nodes: list[NodeProcess] = []
+    nodes = start_all(NodeProcess(tmp_path / f"n{i + 1}", name=f"n{i + 1}") for i in range(3))
     try:
-        for i in range(3):
-            nodes.append(NodeProcess(tmp_path / f"n{i + 1}", name=f"n{i + 1}").start())
         yield nodes
     finally:
         for n in nodes:
             if n.proc is not None and n.proc.poll() is None:
                 os.killpg(n.proc.pid, signal.SIGCONT)
-            n.stop()
+        stop_all(nodes)
 
 
 def test_a_diverged_or_paused_node_leaves_the_list_and_returns_once_it_agrees(

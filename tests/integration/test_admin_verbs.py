@@ -41,7 +41,7 @@ from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from tests.conftest import Reaper
 from tests.integration.test_audit_e2e import BROKER, TOPIC_BODY
-from tests.nodeproc import PYNAMESRV, Conn, NodeProcess, poll_until
+from tests.nodeproc import PYNAMESRV, Conn, NodeProcess, poll_until, start_all, stop_all
 from tests.unit.client_fakes import FakeNameServer, reply
 
 pytestmark = pytest.mark.integration
@@ -51,15 +51,11 @@ PARALLEL_JVMS = 3
 
 @pytest.fixture
 def nodes(tmp_path: Path) -> Iterator[list[NodeProcess]]:
-    started: list[NodeProcess] = []
+    started = start_all(NodeProcess(tmp_path / name, name=name) for name in ("n1", "n2"))
     try:
-        for name in ("n1", "n2"):
-            started.append(NodeProcess(tmp_path / name, name=name).start())
         yield started
     finally:
-        for n in started:
-            if n.proc is not None and n.proc.poll() is None:
-                n.stop()
+        stop_all(n for n in started if n.proc is not None and n.proc.poll() is None)
 
 
 def ns_addr(nodes: Sequence[NodeProcess]) -> str:

@@ -19,7 +19,7 @@ from cluster.cli.main import main
 from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from tests.hide_snapshot import HideSnapshot
-from tests.nodeproc import ROOT, Conn, NodeProcess, poll_until
+from tests.nodeproc import ROOT, Conn, NodeProcess, poll_until, start_all, stop_all
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -51,16 +51,14 @@ def spark_session() -> Iterator[SparkSession]:
 
 @pytest.fixture
 def nodes(tmp_path: Path) -> Iterator[list[NodeProcess]]:
-    started: list[NodeProcess] = []
+    started = start_all(NodeProcess(tmp_path / name, name=name) for name in ("n1", "n2", "n3"))
     try:
-        for name in ("n1", "n2", "n3"):
-            started.append(NodeProcess(tmp_path / name, name=name).start())
         yield started
     finally:
         for n in started:
             if n.proc is not None and n.proc.poll() is None:
                 os.killpg(n.proc.pid, signal.SIGCONT)
-            n.stop()
+        stop_all(started)
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from cluster.core.protocol.codes import ResponseCode
 from tests.conftest import Reaper
 from tests.integration.test_node import register
-from tests.nodeproc import Conn, NodeProcess, free_port, poll_until
+from tests.nodeproc import Conn, NodeProcess, free_port, poll_until, start_all, stop_all
 
 pytestmark = pytest.mark.integration
 
@@ -32,14 +32,11 @@ def _exe() -> str:
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[NodeProcess]]:
     root = tmp_path_factory.mktemp("watch")
-    started: list[NodeProcess] = []
+    started = start_all(NodeProcess(root / name, name=name) for name in ("n1", "n2", "n3"))
     try:
-        for name in ("n1", "n2", "n3"):
-            started.append(NodeProcess(root / name, name=name).start())
         yield started
     finally:
-        for n in started:
-            n.stop()
+        stop_all(started)
 
 
 def _watch(nodes: list[NodeProcess], *extra: str) -> subprocess.CompletedProcess[str]:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from cluster.audit.reader import ClusterReader, ReadLimits
 from cluster.client.broker_sim import choose_base_port, sim_ports
-from cluster.client.nsclient import NameServerClient
 from cluster.core.protocol.codes import RequestCode
 from tests.conftest import Reaper
 from tests.nodeproc import PYNAMESRV, NodeProcess, poll_until
@@ -32,8 +32,8 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
 
 def brokers(node: NodeProcess, prefix: str) -> dict[str, dict[str, str]]:
     """Broker name -> {id: address} on the node, for the names starting with ``prefix``."""
-    with NameServerClient([node.addr], timeout=5.0) as c:
-        table = c.get_snapshot(node.addr)["tables"]["broker"]
+    with ClusterReader({node.name: node.addr}, ReadLimits(timeout_s=5.0)) as reader:
+        table = reader.read_node(node.name)["tables"]["broker"]
     return {name: b["brokerAddrs"] for name, b in table.items() if name.startswith(prefix)}
 
 

@@ -19,7 +19,7 @@ from cluster.client.errors import ConnectError
 from cluster.client.fanout import BrokerIdentity, BrokerOuterAPI, RegisterPayload, Status
 from cluster.client.heartbeat import HeartbeatLoop
 from cluster.client.nsclient import NameServerClient
-from tests.nodeproc import NodeProcess, poll_until
+from tests.nodeproc import NodeProcess, poll_until, start_all, stop_all
 
 pytestmark = pytest.mark.integration
 
@@ -78,17 +78,14 @@ class Cluster:
     def stop(self) -> None:
         for i in list(self.paused):
             self.resume(i)
-        for i, node in enumerate(self.nodes):
-            if i not in self.reaped:
-                node.stop()
+        stop_all(node for i, node in enumerate(self.nodes) if i not in self.reaped)
 
 
 @pytest.fixture
 def cluster3(tmp_path: Path) -> Iterator[Cluster]:
     cluster = Cluster(tmp_path, 3)
     try:
-        for node in cluster.nodes:
-            node.start()
+        start_all(cluster.nodes)
         yield cluster
     finally:
         cluster.stop()

@@ -8,8 +8,6 @@ effect (requests of different connections are processed concurrently).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -19,13 +17,6 @@ from tests.golden_replay import needs_golden, replay_all
 from tests.nodeproc import Conn, NodeProcess
 
 pytestmark = [pytest.mark.integration, needs_golden]
-
-
-@pytest.fixture
-def node(tmp_path: Path) -> Iterator[NodeProcess]:
-    n = NodeProcess(tmp_path / "golden").start()
-    yield n
-    n.stop()
 
 
 def test_golden_replay_over_tcp(node: NodeProcess) -> None:

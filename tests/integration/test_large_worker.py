@@ -53,10 +53,8 @@ def brokers(conn: Conn) -> set[str]:
 
 
 @pytest.fixture
-def node(tmp_path: Path):  # type: ignore[no-untyped-def]
-    n = NodeProcess(tmp_path / "n", props={"ioLargeWorker": "true"}).start()
-    yield n
-    n.stop()
+def node_props() -> dict[str, str]:
+    return {"ioLargeWorker": "true"}
 
 
 def test_a_registration_of_megabytes_moves_its_connection_to_the_large_worker(

@@ -7,8 +7,6 @@ import os
 import socket
 import struct
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import orjson
 import psutil
@@ -28,10 +26,8 @@ LIMITS = {"maxConnectionsPerAddress": "4", "headerMaxLength": "1024",
 
 
 @pytest.fixture
-def node(tmp_path: Path) -> Iterator[NodeProcess]:
-    n = NodeProcess(tmp_path / "n", props=LIMITS).start()
-    yield n
-    n.stop()
+def node_props() -> dict[str, str]:
+    return LIMITS
 
 
 def answered(node: NodeProcess) -> bool:

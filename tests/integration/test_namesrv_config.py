@@ -6,7 +6,6 @@ tests/java_diff/test_namesrv_config.py; here it is the recorded list.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,10 +40,8 @@ def keys(text: str) -> list[str]:
 
 
 @pytest.fixture
-def node(tmp_path: Path) -> Iterator[NodeProcess]:
-    n = NodeProcess(tmp_path / "n", props={"ioWorkers": "1", "userKey": "kept"}).start()
-    yield n
-    n.stop()
+def node_props() -> dict[str, str]:
+    return {"ioWorkers": "1", "userKey": "kept"}
 
 
 def test_default_answer_is_java_keys_in_java_order(node: NodeProcess) -> None:

@@ -9,7 +9,6 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,13 +21,6 @@ pytestmark = pytest.mark.integration
 
 BROKER = {"brokerName": "broker-a", "brokerAddr": "127.0.0.1:10911",
           "clusterName": "DefaultCluster", "haServerAddr": "127.0.0.1:10912", "brokerId": "0"}
-
-
-@pytest.fixture
-def node(tmp_path: Path) -> Iterator[NodeProcess]:
-    n = NodeProcess(tmp_path / "n1").start()
-    yield n
-    n.stop()
 
 
 def kv_put(ns: str, key: str, value: str) -> RemotingCommand:
@@ -111,6 +103,7 @@ def test_malformed_frame_closes_only_that_connection(node: NodeProcess, garbage:
     assert good.call(kv_get("ns", "missing")).code == ResponseCode.QUERY_NOT_FOUND
 
 
+@pytest.mark.serial  # a burst outruns the business worker only on a machine of its own
 def test_overload_answers_system_busy_and_answers_everything(tmp_path: Path) -> None:
     n = NodeProcess(tmp_path / "busy", props={"ioMaxPending": "4", "businessWindow": "1",
                                                "businessWorkers": "1"}).start()

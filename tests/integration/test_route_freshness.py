@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import orjson
 import pytest
@@ -44,13 +42,6 @@ def lookup(stype: SerializeType) -> RemotingCommand:
 def queues_in(reply: RemotingCommand) -> int:
     assert reply.code == ResponseCode.SUCCESS, (reply.code, reply.remark)
     return int(orjson.loads(reply.body or b"{}")["queueDatas"][0]["writeQueueNums"])
-
-
-@pytest.fixture
-def node(tmp_path: Path) -> Iterator[NodeProcess]:
-    n = NodeProcess(tmp_path / "n").start()
-    yield n
-    n.stop()
 
 
 def test_no_read_is_older_than_an_acknowledged_write(node: NodeProcess) -> None:

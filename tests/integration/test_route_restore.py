@@ -8,8 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -36,13 +34,9 @@ def _payload(topic: str) -> RegisterPayload:
     return RegisterPayload.build({"counter": 1, "timestamp": 1700000000000}, table, [], False)
 
 
-@pytest.fixture()
-def node(tmp_path: Path) -> Iterator[NodeProcess]:
-    n = NodeProcess(tmp_path / "n1", name="n1", props=PROPS).start()
-    try:
-        yield n
-    finally:
-        n.stop()
+@pytest.fixture
+def node_props() -> dict[str, str]:
+    return PROPS
 
 
 def _brokers(client: NameServerClient, addr: str, topic: str) -> list[str]:

@@ -24,7 +24,7 @@ from cluster.client.fanout import BrokerIdentity, BrokerOuterAPI, RegisterPayloa
 from supervisor.control_client import ControlClient, ControlUnavailable
 from tests.browser import Browser, open_browser
 from tests.conftest import Reaper
-from tests.nodeproc import ROOT, free_port, poll_until
+from tests.nodeproc import ROOT, free_ports, poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -36,17 +36,9 @@ TOPICS = {f"StatusTopic{i}": {"topicName": f"StatusTopic{i}", "readQueueNums": 4
                               "writeQueueNums": 4, "perm": 6} for i in range(3)}
 
 
-def _ports(n: int) -> list[int]:
-    ports: list[int] = []
-    while len(ports) < n:
-        if (p := free_port()) not in ports:
-            ports.append(p)
-    return ports
-
-
 class StatusCluster:
     def __init__(self, root: Path, reaper: Reaper) -> None:
-        control, http, *nodes = _ports(5)
+        control, http, *nodes = free_ports(5)
         self.root = root
         self.control = f"tcp://127.0.0.1:{control}"
         self.url = f"http://127.0.0.1:{http}/"

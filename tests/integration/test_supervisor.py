@@ -27,7 +27,7 @@ from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from supervisor.control_client import ControlClient, ControlUnavailable
 from tests.conftest import Reaper, group_members
-from tests.nodeproc import ROOT, Conn, free_port, poll_until
+from tests.nodeproc import ROOT, Conn, free_ports, poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,7 @@ class Cluster:
     def __init__(self, root: Path, reaper: Reaper, nodes: int, **supervisor: int) -> None:
         self.root = root
         self.reaper = reaper
-        self.ports = _distinct_ports(nodes + 1)
+        self.ports = free_ports(nodes + 1)
         self.control = f"tcp://127.0.0.1:{self.ports[0]}"
         self.path = root / "cluster.yaml"
         self.path.write_text(_yaml(self.control, self.ports[1:], supervisor))
@@ -104,15 +104,6 @@ def _tail(path: Path, lines: int = 15) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(none)"
-
-
-def _distinct_ports(n: int) -> list[int]:
-    ports: list[int] = []
-    while len(ports) < n:
-        p = free_port()
-        if p not in ports:
-            ports.append(p)
-    return ports
 
 
 def _yaml(control: str, ports: list[int], supervisor: dict[str, int]) -> str:

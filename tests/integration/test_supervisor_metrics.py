@@ -21,7 +21,7 @@ from cluster.core.protocol.command import RemotingCommand
 from supervisor.control_client import ControlClient, ControlUnavailable
 from tests.conftest import Reaper
 from tests.integration.test_node import register, route
-from tests.nodeproc import ROOT, Conn, free_port, poll_until
+from tests.nodeproc import ROOT, Conn, free_port, free_ports, poll_until
 from tests.unit.test_monitoring import dashboard_queries, family, referenced_metrics
 
 pytestmark = pytest.mark.integration
@@ -41,16 +41,8 @@ def scrape(url: str) -> Samples:
             for f in text_string_to_metric_families(text) for s in f.samples}
 
 
-def _ports(n: int) -> list[int]:
-    ports: list[int] = []
-    while len(ports) < n:
-        if (p := free_port()) not in ports:
-            ports.append(p)
-    return ports
-
-
 def test_supervisor_and_node_metrics(tmp_path: Path, reaper: Reaper) -> None:
-    control, http, p1, p2, m1, m2 = _ports(6)
+    control, http, p1, p2, m1, m2 = free_ports(6)
     path = tmp_path / "cluster.yaml"
     path.write_text("\n".join([
         f"control: tcp://127.0.0.1:{control}", "data_dir: data", "supervisor:",

@@ -14,6 +14,7 @@ command-line marker for processes that outlived their parent).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
@@ -32,7 +33,7 @@ from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from tests.conftest import Reaper
 from tests.javaproc import RELEASE_5, JavaBroker, JavaProxy, free_broker_port, mqadmin
-from tests.nodeproc import Conn, free_port, poll_until
+from tests.nodeproc import Conn, free_port, gone, poll_until
 
 PYNAMESRV = Path(sys.executable).parent / "pynamesrv"
 MODES = ("cluster", "standalone")
@@ -217,7 +218,9 @@ class Deployment:
                     roots.append(proc)
             except psutil.NoSuchProcess:
                 continue
-        psutil.wait_procs(roots, timeout=timeout)
+        # an exited node is a zombie until init reaps it (its starting shell has exited)
+        with contextlib.suppress(AssertionError):
+            poll_until(lambda: all(map(gone, roots)), timeout, what="standalone nodes exit")
 
     def node_log(self, addr: str) -> str:
         i = self.addrs.index(addr) + 1

@@ -120,7 +120,6 @@ def _config_difference(java: object, ours: object) -> tuple[str, str, str]:
 def start(stack: ExitStack, tmp_path: Path, extra: dict[str, str], release: str) -> Servers:
     java = JavaNamesrv(tmp_path / "java", release=release)
     stack.callback(java.stop)
-    java.start()
     node_dir, port = tmp_path / "node", free_port()
     # the node's file holds what `pynamesrv peer namesrv` writes into Java's, in its order
     props = {"listenPort": str(port), "rocketmqHome": str(java.workdir),
@@ -131,7 +130,9 @@ def start(stack: ExitStack, tmp_path: Path, extra: dict[str, str], release: str)
     node = NodeProcess(node_dir, port=port, name="cfg",
                        props={**props, **NODE_SETTINGS[release], **extra})
     stack.callback(node.stop)
-    node.start()
+    node.launch()  # boots while the JVM does
+    java.start()
+    node.wait_boot()
     servers = Servers(java, node, release)
     stack.callback(servers.close)
     return servers

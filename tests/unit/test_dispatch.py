@@ -7,7 +7,7 @@ import dataclasses
 from cluster.core.protocol.codes import SerializeType
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import decode_command, encode_command
-from worker.dispatch import KEEP_WHOLE_BYTES, Dispatcher, is_route_read
+from worker.dispatch import KEEP_WHOLE_BYTES, Dispatcher
 from worker.wire import LANE_ALL, LANE_READ
 
 
@@ -28,12 +28,6 @@ def stopped(_pid: int) -> bool:
 
 def running(_pid: int) -> bool:
     return False
-
-
-def test_route_reads_are_recognised_in_both_header_types() -> None:
-    assert is_route_read(frame(105)) and is_route_read(frame(105, SerializeType.ROCKETMQ))
-    assert not is_route_read(frame(1050)) and not is_route_read(frame(103))
-    assert not is_route_read(frame(103, SerializeType.ROCKETMQ))
 
 
 def test_a_full_queue_refuses_the_newest_request_of_the_busiest_connection() -> None:

@@ -91,7 +91,7 @@ class TableDigest:
     node recomputes only what changed.
     """
 
-    def __init__(self, table: str, decode: Callable[[bytes], Subs]) -> None:
+    def __init__(self, table: str, decode: Callable[[bytes | memoryview], Subs]) -> None:
         self.table = table
         self.decode = decode
         self.entries: dict[str, _Entry] = {}
@@ -101,7 +101,7 @@ class TableDigest:
         self.groups: dict[str, list[int]] = {}  # group -> [units, digest]
         self.in_bucket: dict[int, set[str]] = {}  # bucket -> its keys
 
-    def refresh(self, items: Iterable[tuple[str, bytes]]) -> TableDigest:
+    def refresh(self, items: Iterable[tuple[str, bytes | memoryview]]) -> TableDigest:
         seen: set[str] = set()
         for key, stored in items:
             seen.add(key)

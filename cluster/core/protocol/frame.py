@@ -8,6 +8,7 @@ stream into frames for a server or client; ``decode_command`` and
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -133,7 +134,7 @@ class FrameReader:
     def _needed(rest: bytes) -> int:
         if len(rest) < 4:
             return 4
-        whole = 4 + _I32.unpack_from(rest, 0)[0]
+        whole: int = 4 + _I32.unpack_from(rest, 0)[0]
         return whole if len(rest) >= 8 else min(8, whole)  # the header word is checked early
 
 
@@ -200,9 +201,9 @@ def decode_frame(data: bytes) -> RemotingCommand:
 # ---------------------------------------------------------------- JSON header
 
 
-def _java_string(v: Any) -> str | None:
-    """String.valueOf semantics for a non-string extFields value."""
-    if v is None or isinstance(v, str):
+def _java_string(v: Any) -> str:
+    """String.valueOf semantics for a non-null extFields value."""
+    if isinstance(v, str):
         return v
     if v is True:
         return "true"
@@ -276,7 +277,7 @@ def _decode_json_header(header: bytes, fastjson2: bool = False) -> RemotingComma
         language=_language(obj.get("language")),
         remark=remark if isinstance(remark, str) else None,
         ext_fields=None if ext is None else {str(k): _java_string(v) for k, v in ext.items()
-                                             if v is not None},  # type: ignore[misc]
+                                             if v is not None},
     )
 
 
@@ -349,7 +350,8 @@ def _decode_ext(data: bytes) -> dict[str, str]:
 def _encode_binary_header(cmd: RemotingCommand) -> bytes:
     remark = cmd.remark.encode("utf-8") if cmd.remark else b""
     ext = bytearray()
-    for k, v in (cmd.ext_fields or {}).items():
+    fields: Iterable[tuple[str | None, str | None]] = (cmd.ext_fields or {}).items()
+    for k, v in fields:  # a None a caller put in is left out
         if k is None or v is None:
             continue
         kb, vb = k.encode("utf-8"), v.encode("utf-8")

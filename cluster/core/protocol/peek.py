@@ -96,7 +96,8 @@ def peek_code(frame: bytes) -> int | None:
     stype = frame[0]
     if stype == _ROCKETMQ:
         if frame[3] >= 2 or frame[2] or frame[1]:  # header length >= 2
-            return BIN_CODE.unpack_from(frame, 4)[0]
+            code: int = BIN_CODE.unpack_from(frame, 4)[0]
+            return code
         return None
     if stype:
         return None
