@@ -45,11 +45,19 @@ class JavaProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> JavaProcess:
+        return self.launch().booted()
+
+    def launch(self) -> JavaProcess:
+        """Start the JVM without waiting for it (``booted`` waits)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True,
                                          env={**os.environ, **self.env})
+        return self
+
+    def booted(self) -> JavaProcess:
+        """Wait until the process printed its boot line (stopped and failed if it does not)."""
         try:
             poll_until(self._booted, timeout=BOOT_TIMEOUT_S, interval=0.1,
                        what=f"{self.boot_marker!r} in {self.log}")

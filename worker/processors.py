@@ -108,19 +108,26 @@ def _needs_queues(ctx: NodeContext, cmd: RemotingCommand, dv: dict[str, int],
         return route.needs_topic_queues(t, name, broker_id, addr, dv, table)
 
 
+def without_state_version(dv: dict[str, Any]) -> dict[str, Any]:
+    """A DataVersion as 4.9.8 reads it: its class has no ``stateVersion`` (5.x brokers send
+    one), which fastjson drops, so it is neither kept, compared nor answered."""
+    return {k: v for k, v in dv.items() if k != "stateVersion"}
+
+
 def register_broker(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                     ) -> RemotingCommand:
     if not crc_ok(cmd):  # the reply was made with RegisterBrokerResponseHeader: extFields {}
         return response_to(cmd, RC.SYSTEM_ERROR, "crc32 not match", ext_fields={})
     now = ctx.clock()
     parts = registration_body(cmd, now)
-    if _needs_queues(ctx, cmd, parts.data_version, parts.table):
+    dv = without_state_version(parts.data_version)
+    if _needs_queues(ctx, cmd, dv, parts.table):
         parts.table.queues()  # decoded before the write lock
     timeout = cmd.field("heartbeatTimeoutMillis")
     with ctx.store.write() as t:
         result = route.register_broker(
             t, field(cmd, "clusterName"), field(cmd, "brokerAddr"), field(cmd, "brokerName"),
-            long_field(cmd, "brokerId"), cmd.field("haServerAddr"), parts.data_version,
+            long_field(cmd, "brokerId"), cmd.field("haServerAddr"), dv,
             parts.table, parts.filters, channel, now, int(timeout) if timeout else None)
         body = order_kv_body(t, ctx.dialect.five)
     return ok(cmd, present(result), body)
@@ -139,6 +146,8 @@ def query_data_version(ctx: NodeContext, cmd: RemotingCommand, channel: str, pee
     if not cmd.body:
         raise MissingField("QUERY_DATA_VERSION body (DataVersion) is null")
     dv = loads_lenient(cmd.body)
+    if isinstance(dv, dict):
+        dv = without_state_version(dv)
     addr = cmd.field("brokerAddr")
     if addr is None:  # Java looks up a null address: no live entry, so changed, no body
         return ok(cmd, {"changed": "true"})

@@ -55,9 +55,9 @@ def start_pair(stack: ExitStack, workdir: Path, release: str,
     node = NodeProcess(workdir / "node", name="diff",
                        props={**NODE_SETTINGS[release], **(settings or {})})
     stack.callback(node.stop)
-    node.launch()  # boots while the JVM does
-    java.start()
-    node.wait_boot()
+    java.launch()  # the node boots while the JVM does
+    node.start()
+    java.booted()
     pair = Pair(Side("java", java.addr), Side("pynamesrv", node.addr),
                 record=release if release in RECORDED else None)
     stack.callback(pair.close)

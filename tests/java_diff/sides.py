@@ -57,6 +57,11 @@ class Step:
     # None: `until` must hold within SETTLE_TIMEOUT_S; else it may not hold at all: polled
     # this long, then the step goes on (what each side holds then is compared later)
     settle_at_most_s: float | None = None
+    # sent on each side before the step; the step settles on that side only when
+    # `settles_if(reply)` (a release whose rules make the step change nothing there waits
+    # for nothing)
+    precheck: RemotingCommand | None = None
+    settles_if: Callable[[RemotingCommand], bool] | None = None
 
     @property
     def expects_probe(self) -> bool:
@@ -107,6 +112,7 @@ class Side:
         self.addr = addr
         self.channels: dict[str, Channel] = {}
         self._probe = PROBE_OPAQUE_BASE
+        self._settles = True  # the last step's precheck asked for its settle
 
     def channel(self, conn: str) -> Channel:
         if conn not in self.channels:
@@ -126,6 +132,10 @@ class Side:
             self.close(conn)
 
     def run(self, step: Step) -> Outcome:
+        self._settles = True
+        if step.precheck is not None and step.settles_if is not None:
+            pre = self.run(Step("precheck", cmd=replace(step.precheck), conn="__settle__"))
+            self._settles = pre.reply is not None and step.settles_if(pre.reply)
         if step.close:
             self.close(step.conn)
             return Outcome("none")
@@ -162,18 +172,18 @@ class Side:
             reply = ch.recv(deadline)
             if reply is None:
                 raise AssertionError(f"{self.name}: probe {probe} got no reply")
-            if reply.opaque == opaque:
-                found = reply
-            elif reply.opaque == probe:
+            if reply.opaque == probe:
                 break
+            if found is None and (opaque is None or reply.opaque == opaque):
+                found = reply  # without an opaque: the first reply that is not the probe's
         if found is None:
             late = ch.recv(time.monotonic() + STRAGGLER_S)
-            found = late if late is not None and late.opaque == opaque else None
+            found = late if late is not None and opaque in (None, late.opaque) else None
         return Outcome("reply", found) if found is not None else Outcome("none")
 
     def settle(self, step: Step) -> None:
         """Poll `step.settle` on a connection of its own until `step.until` holds."""
-        if step.settle is None or step.until is None:
+        if step.settle is None or step.until is None or not self._settles:
             return
         bound = step.settle_at_most_s
         deadline = time.monotonic() + (SETTLE_TIMEOUT_S if bound is None else bound)
