@@ -90,6 +90,14 @@ def _name(proc: psutil.Process) -> str:
         return ""
 
 
+# The release a test node follows unless its settings say otherwise. A node follows 5.5.0 by
+# default; these tests check its mechanics (processes, limits, ACL, restarts, metrics) with
+# the answers of 4.9.8, which the golden recordings hold and whose registrations take a
+# single topic (5.x refuses one before the broker's first full registration). 5.x answers are
+# checked against the real Java 5.5.0 in tests/java_diff and tests/interop.
+TEST_RELEASE = "4.9.8"
+
+
 class NodeProcess:
     """One ``python -m worker.node`` process; ``stop()`` always reaps it and its workers."""
 
@@ -101,7 +109,8 @@ class NodeProcess:
         self.config = data_dir / "namesrv.properties"
         data_dir.mkdir(parents=True, exist_ok=True)
         if props is not None or not self.config.exists():
-            lines = [f"{k}={v}" for k, v in (props or {}).items()]
+            settings = {"rocketmqVersion": TEST_RELEASE, **(props or {})}
+            lines = [f"{k}={v}" for k, v in settings.items()]
             self.config.write_text("\n".join(lines) + "\n")
         self.proc: subprocess.Popen[str] | None = None
         self.boot_line = ""

@@ -26,7 +26,15 @@ import pytest
 from cluster.client.fanout import BrokerIdentity, BrokerOuterAPI, RegisterPayload
 from supervisor.control_client import ControlClient, ControlUnavailable
 from tests.conftest import Reaper
-from tests.nodeproc import ROOT, NodeProcess, free_port, poll_until, start_all, stop_all
+from tests.nodeproc import (
+    ROOT,
+    TEST_RELEASE,
+    NodeProcess,
+    free_port,
+    poll_until,
+    start_all,
+    stop_all,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -126,7 +134,8 @@ def test_a_diverged_or_paused_node_leaves_the_list_and_returns_once_it_agrees(
 def _yaml(control: int, addr_port: int, ports: dict[str, int]) -> str:
     lines = [f"control: tcp://127.0.0.1:{control}", "data_dir: data", "supervisor:",
              "  probe_interval_ms: 200", "  backoff_initial_ms: 100", "  stop_grace_s: 10",
-             f"  addr_service: 127.0.0.1:{addr_port}", "defaults:", "  ioWorkers: 1",
+             f"  addr_service: 127.0.0.1:{addr_port}", "defaults:",
+             f"  rocketmqVersion: \"{TEST_RELEASE}\"", "  ioWorkers: 1",
              "  businessWorkers: 1", "nodes:"]
     lines += [f"  - {{name: {name}, port: {p}}}" for name, p in ports.items()]
     return "\n".join(lines) + "\n"

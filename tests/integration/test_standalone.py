@@ -15,7 +15,7 @@ from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from tests.conftest import Reaper
 from tests.integration.test_node import kv_get, kv_put, register, route
-from tests.nodeproc import PYNAMESRV, Conn, ShellStartedNode, free_port, poll_until
+from tests.nodeproc import PYNAMESRV, TEST_RELEASE, Conn, ShellStartedNode, free_port, poll_until
 from worker.wire import PEER_STOPPED_S
 
 pytestmark = pytest.mark.integration
@@ -46,7 +46,9 @@ def burst(conn: Conn, count: int) -> list[int]:
 
 @pytest.fixture
 def standalone(tmp_path: Path, reaper: Reaper) -> ShellStartedNode:
-    node = ShellStartedNode(tmp_path / "n").start()
+    config = tmp_path / "namesrv.properties"  # single-topic registrations, as 4.9.8 takes them
+    config.write_text(f"rocketmqVersion={TEST_RELEASE}\n")
+    node = ShellStartedNode(tmp_path / "n", None, "--config", str(config)).start()
     reaper.track_pgid(node.pgid)
     return node
 

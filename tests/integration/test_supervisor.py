@@ -27,7 +27,7 @@ from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from supervisor.control_client import ControlClient, ControlUnavailable
 from tests.conftest import Reaper, group_members
-from tests.nodeproc import ROOT, Conn, free_ports, poll_until
+from tests.nodeproc import ROOT, TEST_RELEASE, Conn, free_ports, poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -112,7 +112,8 @@ def _yaml(control: str, ports: list[int], supervisor: dict[str, int]) -> str:
            "stop_grace_s": 10, **supervisor}
     lines = [f"control: {control}", "data_dir: data", "supervisor:"]
     lines += [f"  {k}: {v}" for k, v in sup.items()]
-    lines += ["defaults:", "  ioWorkers: 1", "  businessWorkers: 1", "nodes:"]
+    lines += ["defaults:", f"  rocketmqVersion: \"{TEST_RELEASE}\"", "  ioWorkers: 1",
+              "  businessWorkers: 1", "nodes:"]
     lines += [f"  - {{name: n{i + 1}, port: {p}}}" for i, p in enumerate(ports)]
     return "\n".join(lines) + "\n"
 

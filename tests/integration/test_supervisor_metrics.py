@@ -21,7 +21,7 @@ from cluster.core.protocol.command import RemotingCommand
 from supervisor.control_client import ControlClient, ControlUnavailable
 from tests.conftest import Reaper
 from tests.integration.test_node import register, route
-from tests.nodeproc import ROOT, Conn, free_port, free_ports, poll_until
+from tests.nodeproc import ROOT, TEST_RELEASE, Conn, free_port, free_ports, poll_until
 from tests.unit.test_monitoring import dashboard_queries, family, referenced_metrics
 
 pytestmark = pytest.mark.integration
@@ -47,7 +47,8 @@ def test_supervisor_and_node_metrics(tmp_path: Path, reaper: Reaper) -> None:
     path.write_text("\n".join([
         f"control: tcp://127.0.0.1:{control}", "data_dir: data", "supervisor:",
         "  probe_interval_ms: 200", "  readiness_timeout_s: 60", "  backoff_initial_ms: 100",
-        f"  status_http: 127.0.0.1:{http}", "defaults:", "  businessWorkers: 1",
+        f"  status_http: 127.0.0.1:{http}", "defaults:",
+        f"  rocketmqVersion: \"{TEST_RELEASE}\"", "  businessWorkers: 1",
         "nodes:", f"  - {{name: n1, port: {p1}, settings: {{metricsPort: {m1}}}}}",
         f"  - {{name: n2, port: {p2}, settings: {{metricsPort: {m2}}}}}"]) + "\n")
     reaper.track_marker(str(tmp_path))
