@@ -149,6 +149,25 @@ def test_digest_covers_only_the_topic_table() -> None:
     assert register_body.topic_table_digest(a, ha) != register_body.topic_table_digest(c, hc)
 
 
+def test_digest_of_a_5x_body_leaves_out_the_mapping_data_version() -> None:
+    def body5(stamp: int, queues: int) -> bytes:
+        return (b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":'
+                b'{"counter":%d,"stateVersion":0,"timestamp":%d},"mappingDataVersion":'
+                b'{"counter":0,"stateVersion":0,"timestamp":%d},"topicConfigTable":{"T":'
+                b'{"attributes":{},"order":false,"perm":6,"readQueueNums":%d,"topicFilterType":'
+                b'"SINGLE_TAG","topicName":"T","topicSysFlag":0,"writeQueueNums":%d}},'
+                b'"topicQueueMappingDetailMap":{},"topicQueueMappingInfoMap":{}}}'
+                % (stamp, stamp, stamp, queues, queues))
+
+    def digest(body: bytes) -> str:
+        head = register_body.register_head(body, False, 513)
+        assert head is not None
+        return register_body.topic_table_digest(body, head)
+
+    assert digest(body5(1, 4)) == digest(body5(2, 4))  # a new version, the same topics
+    assert digest(body5(1, 4)) != digest(body5(1, 8))
+
+
 # ---------------------------------------------------------------- decode_register_queues
 
 
