@@ -105,7 +105,9 @@ static void registration_done(broker_t *b, const frame_t *f, uint64_t now) {
         codes_add(&gs.codes, f->code);
         hist_add(&gs.h, lat);
     }
-    if (phase != PH_SETUP || !b->registered_once) broker_reschedule(b, now);
+    if (phase != PH_SETUP) broker_reschedule(b, now);
+    else /* a registered broker keeps its heartbeat while the others set up (or waits) */
+        b->next_due = cfg.mode == M_ROUTE && cfg.heartbeat ? now + cfg.heartbeat : UINT64_MAX;
 }
 
 void broker_frame(conn_t *c, const frame_t *f, uint64_t now) {
@@ -165,7 +167,6 @@ int sched_brokers(uint64_t now, uint64_t *next) {
     for (int i = 0; i < n_brokers; i++) {
         broker_t *b = &brokers[i];
         if ((b->dead && phase != PH_HOLD) || b->inflight) continue;
-        if (phase == PH_SETUP && b->registered_once) continue;
         if (b->next_due == UINT64_MAX) continue;
         if (b->next_due > now) { if (b->next_due < *next) *next = b->next_due; continue; }
         if (cfg.reg_conc > 0 && reg_inflight_total >= cfg.reg_conc) break;

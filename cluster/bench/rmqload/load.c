@@ -115,16 +115,21 @@ static void start(void) {
         if (!dump_fp) die("cannot write %s", cfg.dump_response);
     }
     loop_init();
-    if (cfg.mode != M_REGISTER) {
-        n_rconns = cfg.conns;
-        rconns = xcalloc((size_t)(n_rconns ? n_rconns : 1), sizeof(conn_t *));
-        for (int i = 0; i < n_rconns; i++) rconns[i] = conn_new(K_ROUTE, i, cfg.depth, 1);
-    }
+    if (cfg.mode != M_REGISTER) n_rconns = cfg.conns;
     brokers_connect();
     if (!n_rconns && !n_brokers) die("nothing to do (no connections, no brokers)");
     if (!cfg.quiet && n_brokers)
         fprintf(stderr, "rmqload: registering %d brokers (%d topics each, %d request(s), body ~%zu bytes) ...\n",
                 n_brokers, cfg.topics, brokers[0].nparts, broker_body_bytes(&brokers[0]));
+}
+
+/* the read connections, once the layout is set up: a server closes a connection idle for
+ * longer than its serverChannelMaxIdleTimeSeconds (120 s), and a large layout's setup can
+ * take longer than that */
+static void open_reads(uint64_t now) {
+    rconns = xcalloc((size_t)(n_rconns ? n_rconns : 1), sizeof(conn_t *));
+    for (int i = 0; i < n_rconns; i++) rconns[i] = conn_new(K_ROUTE, i, cfg.depth, 1);
+    for (int i = 0; i < n_rconns; i++) route_fill(rconns[i], now);
 }
 
 typedef struct {
@@ -147,7 +152,7 @@ static int advance(run_t *x, uint64_t now) {
             if (!cfg.quiet) fprintf(stderr, "rmqload: setup %.2fs; warm-up %.1fs\n", x->r.setup_s, cfg.warm / 1e9);
             brokers_steady(now);
             route_on = 1;
-            for (int i = 0; i < n_rconns; i++) route_fill(rconns[i], now);
+            open_reads(now);
         } else if (now - x->setup_t0 > cfg.setup_timeout) {
             fprintf(stderr, "rmqload: setup timed out (%llu of %d brokers registered)\n", (unsigned long long)reg_setup_resp,
                     n_brokers);
