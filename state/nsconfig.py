@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from cluster.core.javaorder import JavaProperties
 from cluster.core.protocol.properties import format_properties
 from cluster.core.settings_schema import (
     BY_KEY,
@@ -41,7 +42,6 @@ from cluster.core.settings_schema import (
     java_fields,
     text_defaults,
 )
-from state.javaorder import string_hash
 from state.kvconfig import write_atomic
 from state.store import Store, Txn
 
@@ -236,71 +236,10 @@ def java_order(file_keys: Iterable[str]) -> list[str]:
     then the `-c` file's keys into one `Properties`, each group taken in the order its own
     `Properties` iterates. pynamesrv's own keys are left out, as if the file lacked them.
     """
-    merged = _JavaProperties()
+    merged = JavaProperties()
     groups = [java_fields(c) for c in JAVA_CLASSES]
     groups.append([k for k in file_keys if k not in BY_KEY or BY_KEY[k].java])
     for group in groups:
-        for key in _JavaProperties.of(group).ordered():
+        for key in JavaProperties.of(group).ordered():
             merged.put(key)
     return merged.ordered()
-
-
-def _spread(key: str) -> int:
-    h = string_hash(key) & 0xFFFFFFFF
-    return (h ^ (h >> 16)) & 0x7FFFFFFF
-
-
-class _JavaProperties:
-    """Keys of a `java.util.Properties` (a `ConcurrentHashMap`, 16 bins, since Java 9).
-
-    Bins are iterated in index order, a bin's chain in insertion order; growth at 3/4
-    load splits each chain as `ConcurrentHashMap.transfer` does.
-    """
-
-    def __init__(self) -> None:
-        self.bins: list[list[str]] = [[] for _ in range(16)]
-        self.count = 0
-
-    @classmethod
-    def of(cls, keys: Iterable[str]) -> _JavaProperties:
-        props = cls()
-        for key in keys:
-            props.put(key)
-        return props
-
-    def put(self, key: str) -> None:
-        n = len(self.bins)
-        chain = self.bins[_spread(key) & (n - 1)]
-        if key in chain:
-            return
-        chain.append(key)
-        self.count += 1
-        if self.count >= n - (n >> 2):
-            self._grow()
-
-    def _grow(self) -> None:
-        n = len(self.bins)
-        grown: list[list[str]] = [[] for _ in range(2 * n)]
-        for i, chain in enumerate(self.bins):
-            if chain:
-                grown[i], grown[i + n] = _split(chain, n)
-        self.bins = grown
-
-    def ordered(self) -> list[str]:
-        return [k for chain in self.bins for k in chain]
-
-
-def _split(chain: list[str], n: int) -> tuple[list[str], list[str]]:
-    """One chain moved to a table of 2n bins: (stays at i, moves to i + n).
-
-    The tail run of keys bound for one side keeps its order; each key before it is
-    put at the head of its side's chain.
-    """
-    bits = [_spread(k) & n for k in chain]
-    last = len(chain) - 1
-    while last > 0 and bits[last - 1] == bits[last]:
-        last -= 1
-    low, high = ([], chain[last:]) if bits[last] else (chain[last:], [])
-    for key, bit in zip(chain[:last], bits[:last], strict=True):
-        (high if bit else low).insert(0, key)
-    return low, high

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from state.javaorder import hashmap_order
+from cluster.core.javaorder import hashmap_order
 from state.route import java_order, public_broker_data
 from state.store import Txn
 

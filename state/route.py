@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from cluster.core.javaorder import string_hash
 from state.applied import (
     TopicTable,
     already_applied,
@@ -42,7 +43,6 @@ from state.applied import (
     forget_applied,
     last_applied,
 )
-from state.javaorder import string_hash
 from state.store import Store, Txn, dumps
 
 PERM_WRITE = 2

@@ -36,8 +36,9 @@ FALLBACK: Callable[[str, str, int], DigestSource] | None = standard_source
 
 class FallbackSource:
     """A node's digests, asked with GET_NODE_DIGEST until the node shows it does not know
-    the code and a reader through the standard codes answers instead; from then on
-    the reader's."""
+    the code (REQUEST_CODE_NOT_SUPPORTED, or no answer on a live connection) and a reader
+    through the standard codes answers instead; from then on the reader's. A dropped
+    connection (a restarted node) only fails that round."""
 
     def __init__(self, digest: DigestSource, make_fallback: Callable[[], DigestSource] | None,
                  say: Callable[[str], None]) -> None:
@@ -54,8 +55,9 @@ class FallbackSource:
         try:
             return self.current.summary(timeout, heartbeats)
         except NotAnswering as first:
-            if self.current.kind != "digest" or self.make_fallback is None:
-                raise
+            if (self.current.kind != "digest" or self.make_fallback is None
+                    or not (first.unsupported or first.silent)):
+                raise  # a dropped connection says nothing about the codes a node knows
             other = self.make_fallback()
             try:
                 doc = other.summary(timeout, heartbeats)

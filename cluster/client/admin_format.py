@@ -1,7 +1,9 @@
-"""Text output of the admin verbs, in ``mqadmin`` 4.9.8's formats so scripts keep working.
+"""Text output of the admin verbs as mqadmin prints it (``clusterList``: ``admin_cluster``,
+``topicRoute``: ``admin_json``), so scripts written for mqadmin keep working.
 
-Pure functions from decoded replies to lines; no I/O. Where mqadmin iterates a
-Java hash map the order here is sorted (clusters, broker names, ids, keys).
+Pure functions from decoded replies to lines; no I/O. Where mqadmin prints what it
+decoded into a Java ``HashMap``, ``HashSet`` or ``Properties``, the order here is that
+collection's (``cluster.core.javaorder``), not the reply's and not sorted.
 """
 
 from __future__ import annotations
@@ -9,18 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from cluster.core.clock import wall_ms
+from cluster.client.java_text import list_str
+from cluster.core.javaorder import hashmap_order, properties_order
 
-# ClusterListSubCommand.printClusterBaseInfo
-BASE_FMT = "{:<16}  {:<22}  {:<4}  {:<22} {:<16} {:>19} {:>19} {:>10} {:>5} {:>6}"
-BASE_HEAD = ("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)",
-             "#OutTPS(LOAD)", "#PCWait(ms)", "#Hour", "#SPACE")
-# ClusterListSubCommand.printClusterMoreStats
-MORE_FMT = "{:<16}  {:<32} {:>14} {:>14} {:>14} {:>14}"
-MORE_HEAD = ("#Cluster Name", "#Broker Name", "#InTotalYest", "#OutTotalYest",
-             "#InTotalToday", "#OutTotalToday")
-# The first four columns of the base layout, for member groups.
+# The first four columns of 4.9.8's clusterList, for member groups (a pynamesrv verb).
 MEMBER_FMT = "{:<16}  {:<22}  {:<4}  {}"
+# getNameServerConfig collects the answers in a HashMap made with capacity 4.
+CONFIG_MAP_CAPACITY = 4
 
 
 def node_header(addr: str) -> str:
@@ -28,13 +25,28 @@ def node_header(addr: str) -> str:
     return f"============{addr}============"
 
 
+def config_order(addrs: Iterable[str]) -> list[str]:
+    """The nodes in the order getNamesrvConfig prints them (its HashMap's)."""
+    return hashmap_order(addrs, initial=CONFIG_MAP_CAPACITY)
+
+
 def config_lines(addr: str, props: Mapping[str, str]) -> list[str]:
-    return [node_header(addr)] + [f"{k:<50}=  {props[k]}" for k in sorted(props)]
+    """One node of getNamesrvConfig: the reply read into a Properties, in its order."""
+    return [node_header(addr)] + [f"{k:<50}=  {props[k]}" for k in properties_order(props)]
 
 
-def java_list(items: Sequence[str]) -> str:
-    """``List.toString()``: ``[a, b]``."""
-    return "[" + ", ".join(items) + "]"
+def topic_list(topics: Sequence[str]) -> list[str]:
+    """topicList: the reply's topics as the HashSet mqadmin decodes them into holds them."""
+    return hashmap_order(dict.fromkeys(topics))
+
+
+def namesrv_list(namesrv: str | None) -> str:
+    """updateNamesrvConfig's list: ``-n`` split at ``;`` as given, "" without ``-n``."""
+    return "" if namesrv is None else list_str(namesrv.strip().split(";"))
+
+
+def update_namesrv_config_done(namesrv: str | None, key: str, value: str) -> list[str]:
+    return [f"update name server config success!{namesrv_list(namesrv)}", f"{key} : {value}"]
 
 
 # ------------------------------------------------------------- broker perms
@@ -48,10 +60,13 @@ def perm_line(verb: str, broker: str, addr: str, count: int | None) -> str:
 
 # ------------------------------------------------------------------ topics
 
+# CommandUtil's message when deleteTopic's cluster is unknown; printed without a line end.
+NO_CLUSTER = ("[error] Make sure the specified clusterName exists or the name server "
+              "connected to is correct.")
 
-def delete_topic_node_line(topic: str, addr: str, ok: bool) -> str:
-    state = "OK" if ok else "Failed"
-    return f"delete topic [{topic}] in name server[{addr}] {state}"
+
+def delete_topic_brokers_done(topic: str, cluster: str) -> str:
+    return f"delete topic [{topic}] from cluster [{cluster}] success."
 
 
 def delete_topic_done(topic: str) -> str:
@@ -59,87 +74,30 @@ def delete_topic_done(topic: str) -> str:
     return f"delete topic [{topic}] from NameServer success."
 
 
-def topic_clusters(route: Mapping[str, Any], info: Mapping[str, Any]) -> list[str]:
-    """Clusters holding any broker that serves the topic (mqadmin looks at the first only)."""
-    names = {b.get("brokerName") for b in route.get("brokerDatas") or []}
-    clusters = info.get("clusterAddrTable") or {}
-    return sorted(c for c, brokers in clusters.items() if names & set(brokers or ()))
-
-
-# ------------------------------------------------------------ cluster list
-
-
-def broker_rows(info: Mapping[str, Any]) -> list[tuple[str, str, int, str]]:
-    """``(cluster, broker name, broker id, address)`` in printing order."""
-    rows = []
+def cluster_masters(info: Mapping[str, Any], cluster: str) -> list[str] | None:
+    """The master (id 0) addresses of the cluster's brokers; None: no such cluster."""
+    names = (info.get("clusterAddrTable") or {}).get(cluster)
+    if names is None:
+        return None
     brokers = info.get("brokerAddrTable") or {}
-    for cluster, names in sorted((info.get("clusterAddrTable") or {}).items()):
-        for name in sorted(names or ()):
-            bd = brokers.get(name)
-            if bd is None:
-                continue
-            addrs = bd.get("brokerAddrs") or {}
-            for bid in sorted(addrs, key=int):
-                rows.append((cluster, name, int(bid), addrs[bid]))
-    return rows
+    masters = []
+    for name in names:
+        addrs = {int(k): v for k, v in ((brokers.get(name) or {}).get("brokerAddrs")
+                                        or {}).items()}
+        if addrs.get(0):
+            masters.append(addrs[0])
+    return hashmap_order(dict.fromkeys(masters))
 
 
-def _first_float(text: str | None) -> float:
-    try:
-        return float((text or "").split(" ")[0])
-    except ValueError:
-        return 0.0
-
-
-def _load(tps: str | None, queue: str | None, wait: str | None) -> str:
-    return f"{_first_float(tps):9.2f}({queue or ''},{wait or ''}ms)"
-
-
-def base_line(row: tuple[str, str, int, str], stats: Mapping[str, str] | None,
-              now_ms: int | None = None) -> str:
-    """One broker of ``clusterList``; ``stats`` is its runtime KVTable (None: unreachable)."""
-    s = stats or {}
-    now = wall_ms() if now_ms is None else now_ms
-    hour = 0.0
-    if s.get("earliestMessageTimeStamp"):
-        hour = (now - int(s["earliestMessageTimeStamp"])) / 1000.0 / 60.0 / 60.0
-    space = float(s["commitLogDiskRatio"]) if s.get("commitLogDiskRatio") else 0.0
-    cluster, name, bid, addr = row
-    return BASE_FMT.format(
-        cluster, name, bid, addr, s.get("brokerVersionDesc", ""),
-        _load(s.get("putTps"), s.get("sendThreadPoolQueueSize"),
-              s.get("sendThreadPoolQueueHeadWaitTimeMills")),
-        _load(s.get("getTransferedTps"), s.get("pullThreadPoolQueueSize"),
-              s.get("pullThreadPoolQueueHeadWaitTimeMills")),
-        s.get("pageCacheLockTimeMills", ""), f"{hour:2.2f}", f"{space:.4f}")
-
-
-def _delta(s: Mapping[str, str], later: str, earlier: str) -> int:
-    try:
-        return int(s[later]) - int(s[earlier])
-    except (KeyError, ValueError):
-        return 0
-
-
-def more_line(row: tuple[str, str, int, str], stats: Mapping[str, str] | None) -> str:
-    """One broker of ``clusterList -m``: message totals of yesterday and today."""
-    s = stats or {}
-    return MORE_FMT.format(
-        row[0], row[1],
-        _delta(s, "msgPutTotalTodayMorning", "msgPutTotalYesterdayMorning"),
-        _delta(s, "msgGetTotalTodayMorning", "msgGetTotalYesterdayMorning"),
-        _delta(s, "msgPutTotalTodayNow", "msgPutTotalTodayMorning"),
-        _delta(s, "msgGetTotalTodayNow", "msgGetTotalTodayMorning"))
-
-
-def cluster_list_lines(info: Mapping[str, Any], stats: Mapping[str, Mapping[str, str] | None],
-                       more: bool = False, now_ms: int | None = None) -> list[str]:
-    """The whole ``clusterList`` (or ``-m``) table; ``stats`` by broker address."""
-    rows = broker_rows(info)
-    if more:
-        return [MORE_FMT.format(*MORE_HEAD)] + [more_line(r, stats.get(r[3])) for r in rows]
-    return [BASE_FMT.format(*BASE_HEAD)] + [base_line(r, stats.get(r[3]), now_ms)
-                                            for r in rows]
+def topic_clusters(route: Mapping[str, Any], info: Mapping[str, Any]) -> list[str]:
+    """topicClusterList: the clusters holding the route's first broker, as mqadmin's
+    HashSet holds them; [] when the route has no broker (mqadmin fails there)."""
+    brokers = route.get("brokerDatas") or []
+    if not brokers:
+        return []
+    name = brokers[0].get("brokerName")
+    clusters = info.get("clusterAddrTable") or {}
+    return hashmap_order(c for c in hashmap_order(clusters) if name in (clusters[c] or ()))
 
 
 # ------------------------------------------------------------ member group

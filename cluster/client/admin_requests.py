@@ -4,6 +4,9 @@
 * GET_NAMESRV_CONFIG (319) with ``all=true``: the node adds its own pynamesrv settings.
 * GET_BROKER_RUNTIME_INFO (28) to brokers (not nodes): the runtime KVTable that
   ``clusterList`` shows, as mqadmin does.
+* DELETE_TOPIC_IN_BROKER (215) to a cluster's masters, as mqadmin's ``deleteTopic``.
+* GET_ROUTEINFO_BY_TOPIC (105) read as it came (``route_doc``), for ``topicRoute``,
+  which prints what the reply holds the way mqadmin's TopicRouteData holds it.
 """
 
 from __future__ import annotations
@@ -11,18 +14,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from cluster.client.errors import RemoteError
 from cluster.client.fanout import FanoutResult, Status, decode_body, expect_success
 from cluster.client.nsclient import NameServerClient, _properties
 from cluster.core.protocol import admin_bodies, body_common
-from cluster.core.protocol.codes import RequestCode
+from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.lenient import loads_lenient
 
-# A broker request code (RequestCode.GET_BROKER_RUNTIME_INFO in Java); nodes never see it.
+# Broker request codes (RequestCode in Java); nodes never see them.
 GET_BROKER_RUNTIME_INFO = 28
-# How long clusterList waits for a broker's runtime info; brokers that do not
-# answer (e.g. simulated ones) get empty columns, as in mqadmin.
-BROKER_STATS_TIMEOUT = 1.5
+DELETE_TOPIC_IN_BROKER = 215
 
 
 def _command(client: NameServerClient, code: int,
@@ -30,12 +32,38 @@ def _command(client: NameServerClient, code: int,
     return RemotingCommand(code=int(code), version=client.version, ext_fields=ext)
 
 
-def decode_member_group(body: bytes) -> dict[str, Any]:
-    """BrokerMemberGroup reply -> ``{"cluster", "brokerName", "brokerAddrs": {id: addr}}``."""
+def _json_doc(body: bytes) -> Any:
     try:
-        doc = loads_lenient(body)
+        return loads_lenient(body)
     except ValueError as exc:
         raise body_common.BodyError(f"not JSON: {exc}") from None
+
+
+def route_doc(client: NameServerClient, topic: str) -> dict[str, Any]:
+    """The TopicRouteData reply of one node, as parsed JSON; RemoteError 17 without one."""
+    resp = client.invoke(_command(client, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
+    where = client.chosen or "?"
+    expect_success(resp, where)
+    doc = decode_body(_json_doc, resp.body or b"", where) if resp.body else None
+    if not isinstance(doc, dict):
+        raise RemoteError(ResponseCode.TOPIC_NOT_EXIST, "no route body", where)
+    return doc
+
+
+def _ok(resp: RemotingCommand, addr: str) -> None:
+    expect_success(resp, addr)
+
+
+def delete_topic_in_brokers(client: NameServerClient, brokers: Sequence[str],
+                            topic: str) -> FanoutResult:
+    """DELETE_TOPIC_IN_BROKER to each of ``brokers`` (addresses), in parallel."""
+    cmd = _command(client, DELETE_TOPIC_IN_BROKER, {"topic": topic})
+    return client.fanout(cmd, _ok, addrs=list(brokers))
+
+
+def decode_member_group(body: bytes) -> dict[str, Any]:
+    """BrokerMemberGroup reply -> ``{"cluster", "brokerName", "brokerAddrs": {id: addr}}``."""
+    doc = _json_doc(body)
     group = doc.get("brokerMemberGroup") if isinstance(doc, dict) else None
     if not isinstance(group, dict):
         raise body_common.BodyError("no brokerMemberGroup object")
@@ -73,9 +101,9 @@ def _kv_table(resp: RemotingCommand, addr: str) -> dict[str, str]:
 
 
 def broker_runtime_stats(client: NameServerClient, broker_addrs: Sequence[str],
-                         timeout: float = BROKER_STATS_TIMEOUT
-                         ) -> dict[str, dict[str, str] | None]:
-    """Each broker's runtime KVTable, or None when it did not give one in time."""
+                         timeout: float) -> dict[str, dict[str, str] | None]:
+    """Each broker's runtime KVTable, or None when it did not give one within ``timeout``
+    (clusterList then prints empty columns for it, as mqadmin does)."""
     if not broker_addrs:
         return {}
     cmd = _command(client, GET_BROKER_RUNTIME_INFO)

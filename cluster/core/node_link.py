@@ -28,12 +28,15 @@ class NotAnswering(Exception):
     """The node gave no usable answer before the deadline; str() says why.
 
     ``unsupported``: it answered REQUEST_CODE_NOT_SUPPORTED (a node that does not
-    know the code, e.g. a Java NameServer 5.x).
+    know the code, e.g. a Java NameServer 5.x); ``silent``: the connection stayed up
+    but nothing came back in time (a Java NameServer 4.9 leaves unknown codes
+    unanswered; a paused node too). Neither: the connection failed or the reply was bad.
     """
 
-    def __init__(self, reason: str, unsupported: bool = False) -> None:
+    def __init__(self, reason: str, unsupported: bool = False, silent: bool = False) -> None:
         super().__init__(reason)
         self.unsupported = unsupported
+        self.silent = silent
 
 
 class NodeLink:
@@ -68,7 +71,7 @@ class NodeLink:
             reply = self._exchange(request, opaque, deadline, timeout)
         except TimeoutError as exc:
             self.close()
-            raise NotAnswering(f"no answer within {timeout:g}s") from exc
+            raise NotAnswering(f"no answer within {timeout:g}s", silent=True) from exc
         except (OSError, FrameError) as exc:
             self.close()
             raise NotAnswering(exc.strerror or str(exc) if isinstance(exc, OSError)

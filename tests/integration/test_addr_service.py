@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -58,9 +59,13 @@ def listed(base: str, suffix: str = "") -> list[str]:
     return sorted(body.split(";")) if status == 200 and body else []
 
 
-def reasons(base: str) -> dict[str, str]:
+def nodes(base: str) -> dict[str, dict[str, Any]]:
     status, body = get(f"{base}/status.json")
-    return {n["name"]: n["reason"] for n in orjson.loads(body)["nodes"]} if status == 200 else {}
+    return {n["name"]: n for n in orjson.loads(body)["nodes"]} if status == 200 else {}
+
+
+def reasons(base: str) -> dict[str, str]:
+    return {name: n["reason"] for name, n in nodes(base).items()}
 
 
 @pytest.fixture
@@ -172,6 +177,7 @@ def test_reload_adds_and_removes_nodes_and_the_lists_follow(tmp_path: Path,
             poll_until(lambda: (n := client.node_status("n2"))["pid"] != killed
                        and n["state"] == "running", 60, 0.1, "n2 restarted")
             poll_until(lambda: listed(base) == sorted(addr.values()), 10, 0.05, "n2 back")
+            assert nodes(base)["n2"]["read"] == "digest"  # the dropped connection changed nothing
 
             del ports["n1"]
             path.write_text(_yaml(control, addr_port, ports))

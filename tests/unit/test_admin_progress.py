@@ -38,7 +38,7 @@ def test_progress_is_one_rewritten_line_on_a_terminal() -> None:
     show.close()
     out = tty.getvalue()
     assert out.count("\n") == 1 and out.endswith("\n")
-    assert out.split("\r\x1b[K")[-1] == "round 2/3 rows 10  n1:2 n2:DOWN\n"
+    assert out.split("\r\x1b[K")[-1] == "round 2/3 rows 10 requests 0 0 KiB  n1:2 n2:DOWN\n"
 
 
 def test_progress_off_a_terminal_is_one_line_per_event() -> None:

@@ -28,6 +28,8 @@ class Nodes:
         return ";".join(n.addr for n in self.nodes)
 
     def broker_handler(self, c: RemotingCommand) -> RemotingCommand:
+        if c.code == 215:  # DELETE_TOPIC_IN_BROKER
+            return reply()
         return reply(body=BROKER_STATS) if c.code == 28 else reply(3, "unsupported")
 
     def node_handler(self, c: RemotingCommand) -> RemotingCommand:
@@ -94,14 +96,38 @@ def test_a_failing_node_prints_failed_and_exits_1(
     assert out.err.splitlines() == [f"pynamesrv: {b}: failed: response code 1: boom"]
 
 
-def test_delete_topic_sends_216_with_the_cluster_to_every_node(
+def test_delete_topic_on_the_masters_then_216_with_the_cluster_to_every_node(
         fakes: Nodes, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["deleteTopic", "-n", fakes.both, "-t", "T1", "-c", "C"]) == 0
-    assert lines(capsys)[-1] == "delete topic [T1] from NameServer success."
+    assert lines(capsys) == ["delete topic [T1] from cluster [C] success.",
+                             "delete topic [T1] from NameServer success."]
+    deleted = fakes.broker.requests[-1]
+    assert (deleted.code, deleted.field("topic")) == (215, "T1")
     for node in fakes.nodes:
         req = node.requests[-1]
         assert req.code == RequestCode.DELETE_TOPIC_IN_NAMESRV
         assert (req.field("topic"), req.field("clusterName")) == ("T1", "C")
+
+
+def test_delete_topic_stops_before_the_nodes_when_a_broker_fails(
+        fakes: Nodes, capsys: pytest.CaptureFixture[str]) -> None:
+    fakes.broker.handler = lambda c: reply(1, "no")
+    assert main(["deleteTopic", "-n", fakes.both, "-t", "T1", "-c", "C"]) == 1
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err.splitlines() == [f"pynamesrv: {fakes.broker.addr}: failed: "
+                                    "response code 1: no"]
+    assert all(r.code != RequestCode.DELETE_TOPIC_IN_NAMESRV
+               for n in fakes.nodes for r in n.requests)
+
+
+def test_delete_topic_of_an_unknown_cluster_prints_mqadmins_error_inline(
+        fakes: Nodes, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["deleteTopic", "-n", fakes.both, "-t", "T1", "-c", "Nope"]) == 0
+    assert capsys.readouterr().out == (
+        "[error] Make sure the specified clusterName exists or the name server connected to "
+        "is correct.delete topic [T1] from cluster [Nope] success.\n"
+        "delete topic [T1] from NameServer success.\n")
 
 
 def test_member_group_per_node(fakes: Nodes, capsys: pytest.CaptureFixture[str]) -> None:
@@ -121,7 +147,9 @@ def test_topic_cluster_list_and_cluster_list_with_broker_stats(
     assert main(["clusterList", "-n", fakes.nodes[0].addr]) == 0
     row = lines(capsys)[1].split()
     assert row[:5] == ["C", "broker-a", "0", fakes.broker.addr, "V4_9_8"]
-    assert row[5] == "1.00(,ms)"
+    assert row[5:7] == ["1.00(null,nullms)", "0.00(null,nullms|N,Nms)"]  # keys not sent
+    assert main(["clusterList", "-n", fakes.nodes[0].addr, "--mqadmin", "4.9"]) == 0
+    assert lines(capsys)[1].split()[5:7] == ["1.00(null,nullms)", "0.00(null,nullms)"]
     assert main(["clusterList", "-n", fakes.nodes[0].addr, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["brokerRuntimeStats"][fakes.broker.addr]["brokerVersionDesc"] == "V4_9_8"
@@ -170,8 +198,9 @@ def test_a_node_that_fails_is_named_once_on_stderr_only(
     a, b = (n.addr for n in fakes.nodes)
     assert main(["updateKvConfig", "-n", fakes.both, "-s", "ns", "-k", "k", "-v", "v"]) == 1
     out = capsys.readouterr()
-    assert out.out.splitlines() == [f"{a} update kv config success"]
+    assert out.out == ""  # mqadmin's line only when every node succeeded
     assert out.err.splitlines() == [f"pynamesrv: {b}: failed: response code 1: boom"]
+    assert a not in out.err
 
 
 def test_an_unreachable_node_is_one_stderr_line_with_its_address_once(

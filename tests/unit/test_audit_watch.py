@@ -63,6 +63,24 @@ def test_a_silent_node_stays_on_the_digest_code() -> None:
         no_fallback.summary(1.0)
 
 
+def test_a_dropped_connection_is_not_taken_for_an_unknown_code() -> None:
+    class Restarted(NoDigest):
+        def summary(self, timeout: float, heartbeats: bool = False) -> dict[str, Any]:
+            raise NotAnswering("connection closed before the reply")
+
+    made: list[str] = []
+
+    def fallback() -> TablesDigest:
+        made.append("fallback")
+        return TablesDigest("j1", "standard codes", lambda t: (5, {}))
+
+    digest = Restarted()
+    src = FallbackSource(digest, fallback, lambda s: None)
+    with pytest.raises(NotAnswering, match="connection closed"):
+        src.summary(1.0)
+    assert src.kind == "digest" and not digest.closed and made == []
+
+
 def test_watch_reads_java_nodes_through_the_standard_codes() -> None:
     """A 4.9-like node (no reply to the digest code) and a 5.x-like one (code 3) are read with
     the audit's reader and compared with a pynamesrv-like one; one lacks broker-b."""

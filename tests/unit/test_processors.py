@@ -12,12 +12,12 @@ from typing import Any
 import orjson
 import pytest
 
+from cluster.core.javaorder import string_hash
 from cluster.core.protocol import body_common, register_body
 from cluster.core.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.lenient import loads_lenient
 from state import nsconfig, queries
-from state.javaorder import string_hash
 from state.store import Store
 from worker import failures
 from worker.acl import AclGuard

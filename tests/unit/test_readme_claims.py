@@ -27,7 +27,7 @@ SETTING_NAME = r"[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*|tls\.[a-zA-Z.]+"  # how setting
 NOT_SETTINGS = {"accessKey", "secretKey", "globalWhiteRemoteAddresses", "whiteRemoteAddress",
                 "bodyCrc32", "heartbeatTimeoutMillis", "takenAt", "compressedRegister",
                 "registerBrokerAll", "innerClientAuthenticationCredentials",
-                "pynamesrvOrigin", "brokerVersionDesc",
+                "pynamesrvOrigin", "brokerVersionDesc", "enableActingMaster",
                 # the Java broker's and client's settings of the address service
                 "namesrvAddr", "setNamesrvAddr", "unitName", "fetchNamesrvAddrInterval",
                 "registerNameServerPeriod", "rmqAddressServerDomain",

@@ -1,0 +1,139 @@
+"""Iteration orders of Java collections, for replies and tool output that expose them.
+
+Some replies expose a Java order as data (GET_SYSTEM_TOPIC_LIST_FROM_NS picks the
+first broker of `brokerAddrTable`), and mqadmin prints what it decoded in the order
+its `HashMap`, `HashSet`, `TreeSet` or `Properties` iterates. Mirroring those orders
+keeps replies and admin output identical to Java's (Java 8+ `HashMap`, Java 9+
+`Properties`). Keys that share a bucket keep the order they were put in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+K = TypeVar("K")
+
+_MAX_TABLE = 1 << 30
+# java.util.Properties() is a ConcurrentHashMap(8): 16 bins (Java 9 and later).
+_PROPERTIES_BINS = 16
+
+
+def string_hash(s: str) -> int:
+    """`java.lang.String.hashCode()` as a signed 32-bit value."""
+    h = 0
+    for unit in s.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def long_hash(v: int) -> int:
+    """`java.lang.Long.hashCode()`: the two 32-bit halves xor-ed (unsigned here)."""
+    u = v & 0xFFFFFFFFFFFFFFFF
+    return (u ^ (u >> 32)) & 0xFFFFFFFF
+
+
+def _spread(h: int) -> int:
+    """HashMap.hash: the high half folded into the low one (unsigned)."""
+    h &= 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def _table_size(n: int, initial: int) -> int:
+    """Table length of a HashMap made with ``initial`` capacity after ``n`` puts."""
+    size = 1
+    while size < initial:
+        size *= 2
+    while n > size * 3 // 4 and size < _MAX_TABLE:
+        size *= 2
+    return size
+
+
+def hashmap_order(keys: Iterable[K], hash_of: Callable[[K], int] | None = None,
+                     initial: int = 16) -> list[K]:
+    """``keys`` (distinct, in put order) as a Java HashMap/HashSet made with ``initial``
+    capacity iterates them; ``hash_of`` is the key's ``hashCode`` (default: String's)."""
+    ks = list(keys)
+    mask = _table_size(len(ks), initial) - 1
+    code: Callable[[K], int] = hash_of or string_hash  # type: ignore[assignment]
+    return sorted(ks, key=lambda k: _spread(code(k)) & mask)
+
+
+def utf16_key(s: str) -> bytes:
+    """Sort key of `String.compareTo` (UTF-16 code units), as a TreeSet orders names."""
+    return s.encode("utf-16-be", "surrogatepass")
+
+
+def java_sorted(names: Iterable[str]) -> list[str]:
+    """``names`` as a Java `TreeSet<String>` iterates them (no duplicates)."""
+    return sorted(set(names), key=utf16_key)
+
+
+# ----------------------------------------------------------------- Properties
+
+
+def _chm_spread(key: str) -> int:
+    return _spread(string_hash(key)) & 0x7FFFFFFF
+
+
+class JavaProperties:
+    """Keys of a `java.util.Properties` (a `ConcurrentHashMap`, 16 bins, since Java 9).
+
+    Bins are iterated in index order, a bin's chain in insertion order; growth at 3/4
+    load splits each chain as `ConcurrentHashMap.transfer` does.
+    """
+
+    def __init__(self) -> None:
+        self.bins: list[list[str]] = [[] for _ in range(_PROPERTIES_BINS)]
+        self.count = 0
+
+    @classmethod
+    def of(cls, keys: Iterable[str]) -> JavaProperties:
+        props = cls()
+        for key in keys:
+            props.put(key)
+        return props
+
+    def put(self, key: str) -> None:
+        n = len(self.bins)
+        chain = self.bins[_chm_spread(key) & (n - 1)]
+        if key in chain:
+            return
+        chain.append(key)
+        self.count += 1
+        if self.count >= n - (n >> 2):
+            self._grow()
+
+    def _grow(self) -> None:
+        n = len(self.bins)
+        grown: list[list[str]] = [[] for _ in range(2 * n)]
+        for i, chain in enumerate(self.bins):
+            if chain:
+                grown[i], grown[i + n] = _split(chain, n)
+        self.bins = grown
+
+    def ordered(self) -> list[str]:
+        return [k for chain in self.bins for k in chain]
+
+
+def _split(chain: Sequence[str], n: int) -> tuple[list[str], list[str]]:
+    """One chain moved to a table of 2n bins: (stays at i, moves to i + n).
+
+    The tail run of keys bound for one side keeps its order; each key before it is
+    put at the head of its side's chain.
+    """
+    bits = [_chm_spread(k) & n for k in chain]
+    last = len(chain) - 1
+    while last > 0 and bits[last - 1] == bits[last]:
+        last -= 1
+    low: list[str]
+    high: list[str]
+    low, high = ([], list(chain[last:])) if bits[last] else (list(chain[last:]), [])
+    for key, bit in zip(chain[:last], bits[:last], strict=True):
+        (high if bit else low).insert(0, key)
+    return low, high
+
+
+def properties_order(keys: Iterable[str]) -> list[str]:
+    """``keys`` in put order -> the order a fresh `Properties` iterates them."""
+    return JavaProperties.of(keys).ordered()
