@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepare a checkout: .venv with pynamesrv and its dev + spark + interop extras, Java 17 for
+# Prepare a checkout: .venv with pynamesrv and its dev + spark + interop + bench extras, Java 17 for
 # PySpark, Debian's chromium for the page tests (PYNAMESRV_NO_BROWSER=1 skips it) and
 # Debian's prometheus for promtool and the dashboard check (PYNAMESRV_NO_PROMETHEUS=1 skips it).
 # With --peers (what scripts/test.sh passes): also the real RocketMQ peers the tests use,
@@ -43,11 +43,11 @@ install_package() {
   local want
   want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
   if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -x "$VENV/bin/pynamesrv" ] &&
-     "$PY" -c 'import zmq, lmdb, uvloop, yaml, psutil, pyspark, pytest, xdist, rocketmq' 2>/dev/null; then
+     "$PY" -c 'import zmq, lmdb, uvloop, yaml, psutil, pyspark, pytest, xdist, rocketmq, matplotlib' 2>/dev/null; then
     return 0
   fi
   say "installing pynamesrv and its dependencies into $VENV"
-  "$PY" -m pip install --quiet --disable-pip-version-check -e '.[dev,spark,interop]'
+  "$PY" -m pip install --quiet --disable-pip-version-check -e '.[dev,spark,interop,bench]'
   echo "$want" > "$STAMP"
 }
 

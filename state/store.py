@@ -80,11 +80,13 @@ class Txn:
         """
         self.put_raw(table, key, dumps(value), registering=registering)
 
-    def put_raw(self, table: str, key: str, raw: bytes, *, registering: bool = False) -> None:
-        """`put` of a value already encoded with `dumps`."""
+    def put_raw(self, table: str, key: str, raw: bytes, *, registering: bool = False,
+                differs: bool = False) -> None:
+        """`put` of a value already encoded with `dumps`; `differs`: the caller knows it is
+        not the stored value (which is then not read to compare)."""
         db = self._dbs[table]
         k = key.encode()
-        if self._txn.get(k, db=db) == raw:
+        if not differs and self._txn.get(k, db=db) == raw:
             return
         self._txn.put(k, raw, db=db)
         self._changed(table, registering)

@@ -189,6 +189,8 @@ class Child:
         if marker and not r.marker_seen:
             r.tail = (r.tail + data)[-LINE_TAIL:]
             r.marker_seen = marker in r.tail
+            if r.marker_seen:
+                r.next_probe = 0.0  # it serves from its boot line on: ask now, not in 0.1 s
 
     def on_exit(self, now: float) -> None:
         """The pidfd is readable: reap, then restart, give up or stay stopped."""

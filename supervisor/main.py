@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import zmq
 
@@ -25,7 +25,9 @@ from supervisor.nodefiles import write_properties
 from supervisor.policy import RestartPolicy
 from supervisor.reload import Reloads
 from supervisor.server import ControlServer
-from supervisor.status_page import StatusPage
+
+if TYPE_CHECKING:
+    from supervisor.status_page import StatusPage
 
 READY_MARKER = b"boot success"
 MAX_WAIT_S = 0.25
@@ -58,7 +60,7 @@ class Supervisor:
         self.ready_announced = False
         self._signals: list[int] = []
         self.server = ControlServer(cfg.control, lambda req: commands.dispatch(self, req))
-        self.status_page = StatusPage.open(cfg)  # None unless supervisor.status_http is set
+        self.status_page = _status_page(cfg)  # None unless supervisor.status_http is set
         self._wake_r, self._wake_w = os.pipe()
         for fd in (self._wake_r, self._wake_w):
             os.set_blocking(fd, False)
@@ -272,3 +274,13 @@ def format_fields(fields: dict[str, Any]) -> str:
 def _quote(v: Any) -> str:
     text = str(v)
     return f'"{text}"' if (" " in text or not text) else text
+
+
+def _status_page(cfg: ClusterConfig) -> StatusPage | None:
+    """The status page when the cluster file asks for one; imported only then (Jinja2 and the
+    page's modules are a good part of a supervisor's start-up)."""
+    if not cfg.supervisor.status_http:
+        return None
+    from supervisor.status_page import StatusPage
+
+    return StatusPage.open(cfg)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cluster.bench.runner import started_server
+from cluster.bench.servers import Target, running
 from cluster.core.protocol import body_common, register_body
 from cluster.core.protocol.codes import ResponseCode
 from cluster.core.protocol.command import RemotingCommand
@@ -159,7 +159,9 @@ def run_tcp(topics: int, seconds: float, java: bool,
     frames = {changed: _tcp_frames(topics, changed) for changed in (1, 100)}
     kinds = ("node", "java") if java else ("node",)
     for kind in kinds:
-        with started_server(kind, {}) as (addr, _pid):
+        target = Target("java", "4.9") if kind == "java" else Target("node")
+        with running(target, {}, "1g") as server:
+            addr = server.addr
             if kind == "java":
                 _tcp_rate(addr, frames[100], seconds)  # JIT warm-up
             for changed, built in frames.items():

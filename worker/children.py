@@ -1,4 +1,5 @@
-"""The controller's view of its worker processes: spawn, watch by pidfd, restart with back-off."""
+"""The controller's view of its worker processes: start (forked by the zygote), watch by
+pidfd, restart with back-off."""
 
 from __future__ import annotations
 
@@ -6,17 +7,14 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import multiprocess as mp
-
 from cluster.core.backoff import Backoff
+from worker.zygote import Zygote
 
 log = logging.getLogger("pynamesrv.node")
 
-_SPAWN = mp.get_context("spawn")
 MIN_BACKOFF_S = 0.1
 MAX_BACKOFF_S = 5.0
 STABLE_S = 10.0  # a child that lived this long restarts without back-off
@@ -28,11 +26,11 @@ def child_backoff() -> Backoff:
 
 @dataclass
 class Child:
-    kind: str
+    kind: str  # the zygote's target: "business" or "io"
     index: int
-    target: Callable[[Any], None]
     config: Any
-    proc: Any = None
+    zygote: Zygote
+    pid: int = -1
     pidfd: int = -1
     started_at: float = 0.0
     backoff_s: float = 0.0
@@ -43,26 +41,22 @@ class Child:
     backoff: Backoff = field(default_factory=child_backoff)
 
     @property
-    def pid(self) -> int:
-        return self.proc.pid if self.proc is not None else -1
-
-    @property
     def name(self) -> str:
         return f"{self.kind}-{self.index}"
 
     def start(self, now: float) -> None:
-        self.proc = _SPAWN.Process(target=self.target, args=(self.config,),
-                                   name=f"pynamesrv-{self.name}", daemon=False)
-        self.proc.start()
-        self.pidfd = os.pidfd_open(self.proc.pid)
+        self.pid = self.zygote.spawn(self.kind, self.config)
+        try:
+            self.pidfd = os.pidfd_open(self.pid)
+        except ProcessLookupError:  # it ended and the zygote reaped it already
+            self.pidfd = _readable_fd()  # the loop sees it end at once; reap asks the zygote
         self.started_at = now
         self.ready = False
         self.restart_at = None
 
     def reap(self, now: float) -> int:
         """Collect the exit status after the pidfd became readable; schedule a restart."""
-        self.proc.join(timeout=1.0)
-        code = self.proc.exitcode if self.proc.exitcode is not None else -1
+        code = self.zygote.exit_code(self.pid)
         os.close(self.pidfd)
         self.pidfd = -1
         self.backoff_s = self.backoff.on_exit(now - self.started_at)
@@ -71,10 +65,18 @@ class Child:
         return code
 
     def signal(self, sig: int) -> None:
-        if self.proc is not None and self.pidfd >= 0:
-            with contextlib.suppress(ProcessLookupError):
+        if self.pidfd >= 0:
+            with contextlib.suppress(OSError):  # gone, or ended before its pidfd was opened
                 signal.pidfd_send_signal(self.pidfd, sig)
 
     @property
     def alive(self) -> bool:
         return self.pidfd >= 0
+
+
+def _readable_fd() -> int:
+    """A descriptor that polls readable at once (the read end of a closed pipe): stands in
+    for the pidfd of a worker that ended before it could be opened."""
+    r, w = os.pipe()
+    os.close(w)
+    return r

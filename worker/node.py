@@ -45,16 +45,18 @@ from worker.procs import (
     sweep_stale,
 )
 from worker.settings import NodeSettings, load_settings
+from worker.zygote import Zygote, ZygoteGone
 
 log = logging.getLogger("pynamesrv.node")
 READY_DEADLINE_S = 60.0
 
 
 class Controller:
-    def __init__(self, settings: NodeSettings, guard: socket.socket,
+    def __init__(self, settings: NodeSettings, guard: socket.socket, zygote: Zygote,
                  clock: Callable[[], int] = wall_ms) -> None:
         self.s = settings
         self.guard = guard
+        self.zygote = zygote
         self.clock = clock
         self.run_path = run_dir(settings.name, os.getpid())
         self.store_home = store_dir(settings.data_dir)
@@ -62,6 +64,7 @@ class Controller:
         self.store_lock: int | None = None
         self.children: list[Child] = []
         self.stopping = False
+        self.failed = False  # it ends because it cannot go on (exit code 1)
         self.zctx = zmq.Context()
         self.pull = self.zctx.socket(zmq.PULL)
         self.poller = zmq.Poller()
@@ -121,23 +124,23 @@ class Controller:
     def _business_children(self) -> list[Child]:
         s = self.s
         readers = min(s.business_read_workers, s.business_workers - 1)
-        return [Child("business", i, run_business, BusinessConfig(
+        return [Child("business", i, BusinessConfig(
             index=i, parent=os.getpid(), run=str(self.run_path),
             io_workers=s.io_workers + int(s.io_large_worker),
             store_path=str(self.store_path), node_name=s.name,
             read_only=i >= s.business_workers - readers,
-            nice=0 if i >= s.business_workers - readers else s.business_write_nice))
-            for i in range(s.business_workers)]
+            nice=0 if i >= s.business_workers - readers else s.business_write_nice),
+            self.zygote) for i in range(s.business_workers)]
 
     def _io_children(self) -> list[Child]:
         """The I/O workers on the node's port, and the large-frame worker after them (a
         niced one taking the connections they hand over: worker.handoff)."""
         s = self.s
-        children = [Child("io", i, run_io, self._io_config(i, hand_off=s.io_large_worker))
+        children = [Child("io", i, self._io_config(i, hand_off=s.io_large_worker), self.zygote)
                     for i in range(s.io_workers)]
         if s.io_large_worker:
-            children.append(Child("io", s.io_workers, run_io, self._io_config(
-                s.io_workers, large=True, nice=s.business_write_nice)))
+            children.append(Child("io", s.io_workers, self._io_config(
+                s.io_workers, large=True, nice=s.business_write_nice), self.zygote))
         return children
 
     def _io_config(self, index: int, **role: Any) -> IoConfig:
@@ -166,8 +169,7 @@ class Controller:
             self._poll(200)
             dead = [c for c in self.children if not c.alive]
             if dead:
-                raise UserError(f"{dead[0].name} exited during start-up "
-                                f"(exit code {dead[0].proc.exitcode})")
+                raise UserError(f"{dead[0].name} exited during start-up")
 
     # -- main loop ---------------------------------------------------------
 
@@ -248,7 +250,12 @@ class Controller:
     def _restart_due(self, now: float) -> None:
         for child in self.children:
             if child.restart_at is not None and now >= child.restart_at and not self.stopping:
-                child.start(now)
+                try:
+                    child.start(now)
+                except ZygoteGone as exc:
+                    log.error("event=zygote_gone error=%r", str(exc))
+                    self.failed = self.stopping = True  # no worker can start: the node ends
+                    return
                 self.poller.register(child.pidfd, zmq.POLLIN)
 
     def _scan(self) -> None:
@@ -281,6 +288,7 @@ class Controller:
             os.close(self.store_lock)
         self.pull.close(0)
         self.zctx.term()
+        self.zygote.close()
         shutil.rmtree(self.run_path, ignore_errors=True)
         self.guard.close()
 
@@ -383,7 +391,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # SIGKILL, not SIGTERM: a paused (SIGSTOPped) node must not outlive its parent either
         exit_with_parent(signal.SIGKILL)
     set_process_name("pns-node")
-    return _run(Controller(settings, guard))
+    # before the store and ZeroMQ are opened: the workers are forks of this interpreter
+    zygote = Zygote.start({"business": run_business, "io": run_io}, close=(guard.fileno(),))
+    return _run(Controller(settings, guard, zygote))
 
 
 def _announce(line: str) -> None:
@@ -410,7 +420,7 @@ def _run(controller: Controller) -> int:
     controller.serve()
     controller.shutdown()
     log.info("event=stopped node=%s", s.name)
-    return 0
+    return 1 if controller.failed else 0
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import hashlib
 import logging
 import os
@@ -77,7 +76,7 @@ def announce_ready(zctx: Any, run: Path, kind: str, index: int) -> None:
     push.close()
 
 
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None)
+_LIBC = ctypes.CDLL(None)  # the C library is loaded already (find_library runs ldconfig)
 _TRIM = getattr(_LIBC, "malloc_trim", None)  # glibc only
 
 

@@ -15,17 +15,17 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cluster.addr.http import AddressServer
-from cluster.addr.service import AddressService
-from cluster.addr.sources import FixedNodes, NodeSource, SupervisorNodes
 from cluster.audit.cli import add_read_args, read_limits
 from cluster.client.targets import add_source_args, parse_namesrv
 from cluster.core.argtypes import Subparsers
 from cluster.core.config import REPO_DEFAULT, parse_listen
 from cluster.core.durations import duration
 from cluster.core.errors import UserError
+
+if TYPE_CHECKING:  # the service's modules are imported by the command that runs it
+    from cluster.addr.sources import NodeSource
 
 DEFAULT_SUBGROUP = "nsaddr"  # MixAll.WS_DOMAIN_SUBGROUP
 log = logging.getLogger("pynamesrv.addr")
@@ -49,6 +49,8 @@ def register(sub: Subparsers) -> None:
 
 
 def _source(args: argparse.Namespace) -> NodeSource:
+    from cluster.addr.sources import FixedNodes, SupervisorNodes
+
     if args.namesrv:
         return FixedNodes([n.addr for n in parse_namesrv(args.namesrv)])
     return SupervisorNodes(Path(args.config) if args.config else _default_config())
@@ -60,6 +62,9 @@ def _default_config() -> Path:
 
 
 def cmd_addr_service(args: argparse.Namespace) -> int:
+    from cluster.addr.http import AddressServer
+    from cluster.addr.service import AddressService
+
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="ts=%(asctime)s level=%(levelname)s %(message)s")
     host, port = parse_listen(args.listen, "--listen")

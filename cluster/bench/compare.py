@@ -1,6 +1,8 @@
 """Ratios of the node to every other target, from one run: per round, then the median of
-the rounds with their spread (min–max), per workload and side (route, register), for the
-rate, p99 and memory."""
+the rounds with their spread (min–max), per workload and side (route, register, heartbeat:
+a route workload's brokers registering on their schedule, setup: the layout's first
+registrations, restart), for the rate, p99, memory and the time to serve again after a
+restart."""
 
 from __future__ import annotations
 
@@ -8,13 +10,19 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-SIDES = ("route", "register")
+SIDES = ("route", "register", "heartbeat", "setup", "restart")
+OK_SHARE = 0.99
 
 
 def _metrics(r: dict[str, Any], side: str) -> dict[str, float]:
     part = r.get(side) or {}
     out = {}
-    if part.get("rate"):
+    if side == "restart":
+        return {"serve_s": float(part["serve_s"])} if part.get("serve_s") else {}
+    codes = part.get("codes") or {}
+    if codes and codes.get("0", 0) < OK_SHARE * sum(codes.values()):
+        return {}  # a rate of error replies (a refused layout) compares nothing
+    if part.get("rate") and side != "heartbeat":  # heartbeats follow their schedule
         out["rate"] = float(part["rate"])
     if part.get("p99_ms"):
         out["p99_ms"] = float(part["p99_ms"])

@@ -31,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from cluster.bench.runner import free_port
+from cluster.bench.servers import free_port
 from cluster.client.connection import split_addrs
 from cluster.client.fanout import BrokerIdentity, BrokerOuterAPI, RegisterPayload
 from cluster.core.durations import duration

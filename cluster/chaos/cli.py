@@ -7,20 +7,20 @@ import random
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
-from cluster.chaos.all_checks import run_checks
-from cluster.chaos.checkers import CheckConfig, HistoryView, config_from_history
 from cluster.chaos.cluster_file import planned_cluster
-from cluster.chaos.history import read_history
 from cluster.chaos.load_plan import DEFAULT_BROKERS, DEFAULT_READS, DEFAULT_TOPICS, LoadPlan
-from cluster.chaos.runner import ChaosOptions, plan_schedule, run_chaos
 from cluster.chaos.schedule import SCENARIOS
 from cluster.core.argtypes import Subparsers, int_range
 from cluster.core.config import ClusterConfig
 from cluster.core.durations import duration, duration_or_zero
 from cluster.core.errors import UserError
+
+if TYPE_CHECKING:  # the runner and the checkers are imported by the commands that use them
+    from cluster.chaos.runner import ChaosOptions
 
 
 def register(sub: Subparsers) -> None:
@@ -95,6 +95,8 @@ def _seed(args: argparse.Namespace) -> int:
 
 
 def _options(args: argparse.Namespace, cfg: ClusterConfig, out: Path) -> ChaosOptions:
+    from cluster.chaos.runner import ChaosOptions
+
     return ChaosOptions(args.scenario, _seed(args), args.duration, out, args.config,
                         getattr(args, "brokers", 2), args.margin,
                         lambda line: print(line, flush=True),
@@ -102,6 +104,8 @@ def _options(args: argparse.Namespace, cfg: ClusterConfig, out: Path) -> ChaosOp
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from cluster.chaos.runner import run_chaos
+
     cfg = planned_cluster(args.config)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"chaos-out/{args.scenario}-{_seed(args)}-{stamp}")
@@ -114,6 +118,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     """The schedule ``chaos run`` with the same options would apply (same cluster, same
     refusal of a too short duration)."""
+    from cluster.chaos.runner import plan_schedule
+
     cfg = planned_cluster(args.config)
     opts = _options(args, cfg, Path("."))
     schedule, timing = plan_schedule(opts, cfg)
@@ -129,6 +135,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from cluster.chaos.all_checks import run_checks
+    from cluster.chaos.checkers import CheckConfig, HistoryView, config_from_history
+    from cluster.chaos.history import read_history
+
     path = Path(args.history)
     if not path.is_file():
         raise UserError(f"{path}: no such history file")

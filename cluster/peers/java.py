@@ -93,12 +93,21 @@ def classpath(release: Release, component: str, *extra: Path) -> str:
     return os.pathsep.join([*map(str, extra), *map(str, jars)])
 
 
+# What RocketMQ's bin/runserver.sh (4.9 and 5.x alike) gives the NameServer on Java 9 and
+# later, heap aside (the script's is 4g): ``gc="script"``.
+SCRIPT_GC = ("-XX:+UseG1GC", "-XX:G1HeapRegionSize=16m", "-XX:G1ReservePercent=25",
+             "-XX:InitiatingHeapOccupancyPercent=30", "-XX:SoftRefLRUPolicyMSPerMB=0",
+             "-XX:MetaspaceSize=128m", "-XX:MaxMetaspaceSize=320m")
+
+
 def jvm_options(heap: str, gc: str = "serial") -> list[str]:
     """Heap, collector and the module openings every peer JVM gets, then
-    ``$JAVA_OPT_EXT`` (as RocketMQ's own scripts take it)."""
-    collector = "-XX:+UseSerialGC" if gc == "serial" else "-XX:+UseG1GC"
+    ``$JAVA_OPT_EXT`` (as RocketMQ's own scripts take it). ``gc``: "serial", "g1" or
+    "script" (the collector settings of RocketMQ's own start script)."""
+    collector = {"serial": ["-XX:+UseSerialGC"], "g1": ["-XX:+UseG1GC"],
+                 "script": list(SCRIPT_GC)}[gc]
     opens = [f"--add-opens={module}=ALL-UNNAMED" for module in OPENS]
-    return [f"-Xms{heap}", f"-Xmx{heap}", collector, "-XX:-OmitStackTraceInFastThrow",
+    return [f"-Xms{heap}", f"-Xmx{heap}", *collector, "-XX:-OmitStackTraceInFastThrow",
             "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED", *opens,
             *os.environ.get("JAVA_OPT_EXT", "").split()]
 

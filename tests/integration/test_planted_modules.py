@@ -18,7 +18,7 @@ from tests.nodeproc import Conn, ShellStartedNode
 pytestmark = pytest.mark.integration
 
 # Modules a node imports (directly or in its workers), and project package names.
-PLANTED = ("lmdb", "zmq", "uvloop", "orjson", "yaml", "multiprocess", "psutil", "state")
+PLANTED = ("lmdb", "zmq", "uvloop", "orjson", "yaml", "psutil", "state")
 
 
 def plant(directory: Path, marker: Path) -> None:

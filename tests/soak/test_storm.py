@@ -10,13 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from cluster.bench.runner import RMQLOAD_SRC, find_rmqload, run_rmqload
+from cluster.bench.runner import find_rmqload, run_rmqload
 from cluster.bench.workloads import WORKLOADS
 from tests.nodeproc import NodeProcess
 
-pytestmark = [pytest.mark.soak,
-              pytest.mark.skipif(not (RMQLOAD_SRC / "rmqload.c").is_file(),
-                                 reason=f"rmqload sources not found at {RMQLOAD_SRC}")]
+pytestmark = pytest.mark.soak
 
 
 def test_storm_loses_no_business_worker(tmp_path: Path, soak_seconds: float) -> None:
