@@ -2,10 +2,8 @@
 
 Functions take a `state.store.Txn` (read or write, opened by the caller, so one
 request sees one consistent view) and `now` in milliseconds where time matters.
-Read-only queries are in `state.queries`. The three housekeeping entry points at
-the end (`on_channel_destroy`, `cleanup_channel_prefix`, `scan_not_active`) take
-the Store and open a write transaction only when a read shows there is
-something to remove.
+Read-only queries are in `state.queries`; the housekeeping entry points (a closed
+connection, the expiry scan, a dead I/O worker) are in `state.housekeeping`.
 
 Stored shapes: topic → {brokerName: QueueData}; broker → BrokerData with
 `brokerAddrs` keyed by the id as a decimal string; cluster → [brokerName];
@@ -132,6 +130,19 @@ def wants_topic_table(t: Txn, name: str, broker_id: int, addr: str,
         return True
     entry = t.get("live", addr)
     return entry is None or not dv_equal(entry["dataVersion"], data_version)
+
+
+def decode_ahead(store: Store, name: str | None, broker_id: int | None, addr: str | None,
+                 data_version: dict[str, Any], table: TopicTable) -> None:
+    """The registration's costly part before the write lock: decode `table` now when
+    `register_broker` will read it whole; leave it undecoded when the stored records show
+    it unchanged or to be read piece by piece. Without the broker's name, id or address
+    (the write then fails as Java does) it is decoded."""
+    if name is not None and broker_id is not None and addr is not None:
+        with store.read() as t:
+            if not needs_topic_queues(t, name, broker_id, addr, data_version, table):
+                return
+    table.queues()
 
 
 def needs_topic_queues(t: Txn, name: str, broker_id: int, addr: str,
@@ -280,15 +291,6 @@ def on_channels_destroyed_txn(t: Txn, closed: list[tuple[str, str | None]]) -> l
     return removed
 
 
-def channels_with_prefix(t: Txn, prefix: str) -> list[str]:
-    return [ch for ch, _ in t.items("channel", prefix)]
-
-
-def cleanup_channel_prefix_txn(t: Txn, prefix: str) -> list[str]:
-    """Remove every broker whose channel id starts with `prefix` (a dead I/O worker)."""
-    return on_channels_destroyed_txn(t, [(ch, None) for ch in channels_with_prefix(t, prefix)])
-
-
 def scan_not_active_txn(t: Txn, now: int, timeout_ms: int) -> int:
     """Expire brokers (4.9 scanNotActiveBroker); returns the number of removed live entries."""
     addrs = live.expired(t, now, timeout_ms)
@@ -363,39 +365,3 @@ def register_topic(t: Txn, topic: str, queue_datas: Iterable[dict[str, Any]]) ->
         return
     if existing is not None and qmap != existing:
         t.put("topic", topic, qmap)
-
-
-# ---------------------------------------------------------------- store-level entry points
-
-def on_channel_destroy(store: Store, channel: str, peer: str | None) -> list[str]:
-    """Remove the brokers of a closed connection; writes only when one is bound to it."""
-    return on_channels_destroyed(store, [(channel, peer)])
-
-
-def on_channels_destroyed(store: Store, closed: list[tuple[str, str | None]]) -> list[str]:
-    """``on_channel_destroy`` for connections closed together (in order), in one write
-    transaction: hundreds of brokers disconnecting at once cost one commit, not hundreds."""
-    with store.read() as t:
-        closed = [(ch, peer) for ch, peer in closed if channel_targets(t, ch, peer)]
-    if not closed:
-        return []
-    with store.write() as t:
-        return on_channels_destroyed_txn(t, closed)
-
-
-def cleanup_channel_prefix(store: Store, prefix: str) -> int:
-    """Remove every broker of a dead I/O worker (channel ids `prefix...`); returns the count."""
-    with store.read() as t:
-        if not channels_with_prefix(t, prefix):
-            return 0
-    with store.write() as t:
-        return len(cleanup_channel_prefix_txn(t, prefix))
-
-
-def scan_not_active(store: Store, now: int, timeout_ms: int) -> int:
-    """The expiry scan: writes only when a broker expired (re-checked inside the write)."""
-    with store.read() as t:
-        if not live.expired(t, now, timeout_ms):
-            return 0
-    with store.write() as t:
-        return scan_not_active_txn(t, now, timeout_ms)

@@ -217,6 +217,15 @@ def _master_of(t: Txn, cluster: str, bd: dict[str, Any], broker_id: int
     return result
 
 
+def decode_ahead(store: Store, reg: Registration) -> None:
+    """The registration's costly part before the write lock: the topic table decoded now
+    when `register_broker` will read it whole."""
+    with store.read() as t:
+        if not needs_topic_queues(t, reg):
+            return
+    reg.table.queues()
+
+
 def needs_topic_queues(t: Txn, reg: Registration) -> bool:
     """Whether `register_broker` would decode the topic table (so the caller decodes it
     before taking the write lock)."""
@@ -344,36 +353,6 @@ def channel_unregistrations(t: Txn, channel: str) -> list[Unregistration]:
 def expired_unregistrations(t: Txn, now: int, timeout_ms: int) -> list[Unregistration]:
     found = (unregistration_of(t, k) for k in live.expired(t, now, timeout_ms))
     return [u for u in found if u is not None]
-
-
-# ---------------------------------------------------------------- store-level entry points
-
-
-def cleanup_channel_prefix(store: Store, prefix: str) -> int:
-    """Unregister every broker whose channel id starts with `prefix` (a dead I/O worker)."""
-    with store.read() as t:
-        channels = [ch for ch, _ in t.items("channel", prefix)]
-    return len(on_channels_destroyed(store, channels)) if channels else 0
-
-
-def on_channels_destroyed(store: Store, channels: list[str]) -> list[str]:
-    """Unregister the brokers of closed connections, decided and applied in one write."""
-    with store.read() as t:
-        if not any(t.get("channel", ch) for ch in channels):
-            return []
-    with store.write() as t:
-        batch = [u for ch in channels for u in channel_unregistrations(t, ch)]
-        return apply_unregistrations(t, batch)
-
-
-def scan_not_active(store: Store, now: int, timeout_ms: int) -> int:
-    """The expiry scan: decided in a read, applied as one fenced batch in a write."""
-    with store.read() as t:
-        batch = expired_unregistrations(t, now, timeout_ms)
-    if not batch:
-        return 0
-    with store.write() as t:
-        return len(apply_unregistrations(t, batch))
 
 
 # ---------------------------------------------------------------- heartbeats

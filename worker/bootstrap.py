@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cluster.core.errors import UserError
 from cluster.core.protocol.dialect import dialect_of
-from state import nsconfig, route, route5
+from state import housekeeping, nsconfig
 from state.kvconfig import KVConfigError, load_into
 from state.restore import Restored, restore_routes
 from state.store import Store
@@ -49,8 +49,8 @@ def open_state(path: Path, settings: NodeSettings, now: int) -> Store:
 def _log_restored(store: Store, restored: Restored, now: int) -> None:
     with store.read() as t:
         expiry = nsconfig.get_int(t, "brokerChannelExpiredTime")
-        rules = route5 if nsconfig.dialect(t).five else route
-    expired = rules.scan_not_active(store, now, expiry)
+        five = nsconfig.dialect(t).five
+    expired = housekeeping.scan_not_active(store, now, expiry, five)
     age = "none" if restored.newest_heartbeat is None else \
         f"{(now - restored.newest_heartbeat) / 1000:.1f}"
     log.warning("event=routes_restored brokers=%d topics=%d expired=%d newest_heartbeat_age_s=%s",

@@ -25,7 +25,7 @@ import zmq
 from cluster.core.clock import wall_ms
 from cluster.core.errors import UserError
 from cluster.core.procs import exit_with_parent, set_process_name
-from state import nsconfig, route, route5
+from state import housekeeping, nsconfig
 from state.store import Store
 from worker import store_home, tls, wire
 from worker.bootstrap import open_state
@@ -243,8 +243,8 @@ class Controller:
         assert self.store is not None
         self.store.reader_check()
         if child.kind == "io":
-            rules = route5 if self._five() else route
-            removed = rules.cleanup_channel_prefix(self.store, f"{child.index}.{pid}.")
+            removed = housekeeping.io_worker_gone(self.store, f"{child.index}.{pid}.",
+                                                  self._five())
             log.warning("event=io_worker_cleanup worker=%s brokers_removed=%d", child.name, removed)
 
     def _restart_due(self, now: float) -> None:
@@ -262,8 +262,8 @@ class Controller:
         assert self.store is not None
         with self.store.read() as t:
             expired_ms = nsconfig.get_int(t, "brokerChannelExpiredTime")
-        rules = route5 if self._five() else route
-        removed = rules.scan_not_active(self.store, self.clock(), expired_ms)
+        removed = housekeeping.scan_not_active(self.store, self.clock(), expired_ms,
+                                               self._five())
         if removed:
             log.warning("event=brokers_expired count=%d", removed)
 

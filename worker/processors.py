@@ -19,7 +19,7 @@ from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.lenient import loads_lenient
 from cluster.core.protocol.properties import PropertiesError, parse_properties
-from state import digest, kvconfig, nsconfig, queries, route, route5
+from state import digest, housekeeping, kvconfig, nsconfig, queries, route
 from state.snapshot import take_snapshot
 from worker import processors5
 from worker.context import NodeContext
@@ -95,17 +95,11 @@ def _kv_body(t: Any, ns: str, five: bool) -> bytes | None:
 
 # ---------------------------------------------------------------- broker registration
 
-def _needs_queues(ctx: NodeContext, cmd: RemotingCommand, dv: dict[str, int],
-                  table: route.TopicTable) -> bool:
-    name, addr, raw_id = cmd.field("brokerName"), cmd.field("brokerAddr"), cmd.field("brokerId")
-    if name is None or addr is None or raw_id is None:
-        return True
+def _int(text: str | None) -> int | None:
     try:
-        broker_id = int(raw_id)
+        return None if text is None else int(text)
     except ValueError:
-        return True
-    with ctx.store.read() as t:
-        return route.needs_topic_queues(t, name, broker_id, addr, dv, table)
+        return None
 
 
 def without_state_version(dv: dict[str, Any]) -> dict[str, Any]:
@@ -121,8 +115,8 @@ def register_broker(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: 
     now = ctx.clock()
     parts = registration_body(cmd, now)
     dv = without_state_version(parts.data_version)
-    if _needs_queues(ctx, cmd, dv, parts.table):
-        parts.table.queues()  # decoded before the write lock
+    route.decode_ahead(ctx.store, cmd.field("brokerName"), _int(cmd.field("brokerId")),
+                       cmd.field("brokerAddr"), dv, parts.table)
     timeout = cmd.field("heartbeatTimeoutMillis")
     with ctx.store.write() as t:
         result = route.register_broker(
@@ -413,10 +407,7 @@ def on_channel_destroy(ctx: NodeContext, closed: list[tuple[str, str]]) -> None:
     them by their channel only; 4.9 also by the connection's peer address: a connection
     that registered none removes the broker at its own address, with ACL on only when a
     registration from that address needs no signature either (``globalWhiteRemoteAddresses``)."""
-    if ctx.dialect.five:
-        route5.on_channels_destroyed(ctx.store, [ch for ch, _ in closed])
-        return
     guard = ctx.acl
-    route.on_channels_destroyed(ctx.store, [
+    housekeeping.channels_closed(ctx.store, [
         (ch, peer if peer and (guard is None or guard.unsigned_may_register(peer)) else None)
-        for ch, peer in closed])
+        for ch, peer in closed], ctx.dialect.five)

@@ -72,9 +72,7 @@ def register_broker(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: 
     if reg is None:
         return ok(cmd, {})
     reg.channel = channel
-    with ctx.store.read() as t:
-        if route5.needs_topic_queues(t, reg):
-            reg.table.queues()  # decoded before the write lock
+    route5.decode_ahead(ctx.store, reg)
     with ctx.store.write() as t:
         result = route5.register_broker(
             t, reg, now, nsconfig.get_bool(t, "deleteTopicWithBrokerRegistration"))

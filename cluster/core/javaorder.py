@@ -67,7 +67,7 @@ def hashmap_order(keys: Iterable[K], hash_of: Callable[[K], int] | None = None,
     capacity iterates them; ``hash_of`` is the key's ``hashCode`` (default: String's)."""
     ks = list(keys)
     mask = _table_size(len(ks), initial) - 1
-    code: Callable[[K], int] = hash_of or string_hash  # type: ignore[assignment]
+    code: Callable[[K], int] = hash_of or string_hash
     return sorted(ks, key=lambda k: _spread(code(k)) & mask)
 
 

@@ -196,9 +196,9 @@ def test_heartbeat_and_expiry_with_fake_clock(store: Store) -> None:
     now[0] = 100_000
     ext = {"clusterName": C, "brokerAddr": "a:1", "brokerName": "a"}
     assert call(ctx, request(904, ext)).code == 0
-    from state.route import scan_not_active
-    assert scan_not_active(store, 220_000, 120_000) == 0
-    assert scan_not_active(store, 220_001, 120_000) == 1
+    from state.housekeeping import scan_not_active
+    assert scan_not_active(store, 220_000, 120_000, False) == 0
+    assert scan_not_active(store, 220_001, 120_000, False) == 1
     assert call(ctx, route_request("T")).code == RC.TOPIC_NOT_EXIST
 
 

@@ -361,6 +361,25 @@ def test_table_is_decoded_inside_the_write_when_the_state_moved(store: Store) ->
         assert not route.needs_topic_queues(t, "b", 0, "a:1", DV1, route.TopicTable(load))
 
 
+def test_decode_ahead_decodes_only_what_the_write_will_read(store: Store) -> None:
+    loads: list[int] = []
+
+    def load() -> dict[str, register_body.QueueFields]:
+        loads.append(1)
+        return {"T": (6, 4, 0, 4)}
+
+    route.decode_ahead(store, "b", 0, "a:1", DV1, route.TopicTable(load, lambda: "d1"))
+    assert loads == [1]  # a first registration reads its table whole
+    with store.write() as t:
+        table = route.TopicTable(load, lambda: "d1")
+        route.register_broker(t, "C", "a:1", "b", 0, None, DV1, table, None, "0.1.1", 0)
+    loads.clear()
+    route.decode_ahead(store, "b", 0, "a:1", DV1, route.TopicTable(load, lambda: "d1"))
+    assert loads == []  # the same table again: nothing to decode
+    route.decode_ahead(store, "b", None, "a:1", DV1, route.TopicTable(load, lambda: "d1"))
+    assert loads == [1]  # no broker id: decoded, the write fails as Java does
+
+
 def test_unregistering_the_name_drops_its_digest(store: Store) -> None:
     with store.write() as t:
         route.register_broker(t, "C", "a:1", "b", 0, None, DV1,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from state import live, nsconfig, queries, route5
+from state import housekeeping, live, nsconfig, queries, route5
 from state.applied import TopicTable
 from state.store import Store, Txn
 
@@ -188,13 +188,14 @@ def test_a_stale_channel_close_and_an_unregister_interleaved_with_registrations(
     with store.write() as t:  # c1's close is seen after the broker reconnected
         assert route5.apply_unregistrations(t, stale) == []
         assert route5.channel_unregistrations(t, "c1") == []
-    assert route5.on_channels_destroyed(store, ["c1"]) == []
+    assert housekeeping.channels_closed(store, [("c1", None)], True) == []
     with store.write() as t:  # its own UNREGISTER_BROKER is not fenced: it is the broker's
         route5.apply_unregistrations(t, [route5.Unregistration(C, "a:1", "b")])
     register(store, reg("b", "a:1", 0, table("T1", "T2"), channel="c3"), now=3000)
-    assert route5.on_channels_destroyed(store, ["c2"]) == []  # gone with the unregister
+    # gone with the unregister
+    assert housekeeping.channels_closed(store, [("c2", None)], True) == []
     assert addrs(store, "b") == {"0": "a:1"}
-    assert route5.on_channels_destroyed(store, ["c3"]) == ["a:1"]
+    assert housekeeping.channels_closed(store, [("c3", None)], True) == ["a:1"]
     assert addrs(store, "b") is None
 
 
@@ -202,14 +203,14 @@ def test_expiry_uses_each_brokers_timeout(store: Store) -> None:
     five(store)
     register(store, reg("b", "a:1", 0, table("T1", "T2"), timeout=1000), now=1000)
     register(store, reg("c", "c:1", 0, table("T1", "T2")), now=1000)
-    assert route5.scan_not_active(store, 2000, 120_000) == 0  # not strictly older
-    assert route5.scan_not_active(store, 2001, 120_000) == 1
+    assert housekeeping.scan_not_active(store, 2000, 120_000, True) == 0  # not strictly older
+    assert housekeeping.scan_not_active(store, 2001, 120_000, True) == 1
     assert addrs(store, "b") is None and addrs(store, "c") == {"0": "c:1"}
     with store.write() as t:
         assert route5.broker_heartbeat(t, C, "c:1", 100_000)
         assert not route5.broker_heartbeat(t, "other", "c:1", 100_000)
-    assert route5.scan_not_active(store, 121_001, 120_000) == 0  # the heartbeat counted
-    assert route5.scan_not_active(store, 220_001, 120_000) == 1
+    assert housekeeping.scan_not_active(store, 121_001, 120_000, True) == 0  # the heartbeat counted
+    assert housekeeping.scan_not_active(store, 220_001, 120_000, True) == 1
 
 
 def test_an_address_no_id_holds_keeps_its_live_entry_after_its_connection_closes(
@@ -217,7 +218,8 @@ def test_an_address_no_id_holds_keeps_its_live_entry_after_its_connection_closes
     five(store)
     register(store, reg("b", "x:1", 0, table("T1", "T2"), channel="cx"))
     register(store, reg("b", "y:1", 0, table("T1", "T2"), channel="cy"))  # takes id 0
-    assert route5.on_channels_destroyed(store, ["cx"]) == []  # as 5.x: nothing to unregister
+    # as 5.x: nothing to unregister
+    assert housekeeping.channels_closed(store, [("cx", None)], True) == []
     with store.write() as t:
         changed, stored = route5.query_data_version(t, C, "x:1", DV1, 5000)
     assert (changed, stored) == (False, DV1)

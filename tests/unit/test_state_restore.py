@@ -10,7 +10,7 @@ import lmdb
 import orjson
 import pytest
 
-from state import queries, route
+from state import housekeeping, queries, route
 from state.restore import restore_routes
 from state.store import FORMAT, Store
 from tests.unit.test_state_route import DV1, DV2, tc
@@ -63,7 +63,8 @@ def test_routes_are_kept_and_the_runs_connections_forgotten(tmp_path: Path) -> N
         assert t.generation() > gen
         assert t.get("live", "10.0.0.1:10911")["lastUpdateTimestamp"] == 1_000
     # the previous run's connections are gone: closing a channel of that run removes nothing
-    assert route.on_channel_destroy(store, "0.111.1@10.0.0.1:50000", "10.0.0.1:50000") == []
+    closed = [("0.111.1@10.0.0.1:50000", "10.0.0.1:50000")]
+    assert housekeeping.channels_closed(store, closed, False) == []
     store.close()
 
 
@@ -77,16 +78,18 @@ def test_each_broker_expires_on_the_bound_from_its_last_heartbeat(tmp_path: Path
     restore_routes(store, five=True)
     # the node restarted at 60 s; "back" registers again on a new connection at 70 s
     reg(store, "back", "10.0.0.2:10911", now=70_000, channel="0.222.1@p:3", dv=DV2)
-    assert route.scan_not_active(store, 1_000 + EXPIRY, EXPIRY) == 0  # not past the bound yet
+    # not past the bound yet
+    assert housekeeping.scan_not_active(store, 1_000 + EXPIRY, EXPIRY, False) == 0
     assert routed(store, "G") == ["gone"]
-    assert route.scan_not_active(store, 1_000 + EXPIRY + 1, EXPIRY) == 1
+    assert housekeeping.scan_not_active(store, 1_000 + EXPIRY + 1, EXPIRY, False) == 1
     assert routed(store, "G") == [] and routed(store) == ["back"]
-    assert route.scan_not_active(store, 70_000 + EXPIRY, EXPIRY) == 0
-    assert route.scan_not_active(store, 70_000 + EXPIRY + 1, EXPIRY) == 1
+    assert housekeeping.scan_not_active(store, 70_000 + EXPIRY, EXPIRY, False) == 0
+    assert housekeeping.scan_not_active(store, 70_000 + EXPIRY + 1, EXPIRY, False) == 1
     assert routed(store) == []
     # the new connection is bound: its close removes the broker at once, as before a restart
     reg(store, "back", "10.0.0.2:10911", now=300_000, channel="0.222.1@p:3")
-    assert route.on_channel_destroy(store, "0.222.1@p:3", "p:3") == ["10.0.0.2:10911"]
+    closed = [("0.222.1@p:3", "p:3")]
+    assert housekeeping.channels_closed(store, closed, False) == ["10.0.0.2:10911"]
     store.close()
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from state import queries, route
+from state import housekeeping, queries, route
 from state.store import Store
 
 DV1 = {"counter": 1, "timestamp": 1000}
@@ -184,17 +184,17 @@ def test_filter_servers(store: Store) -> None:
 def test_scan_expires_strictly_older(store: Store) -> None:
     reg(store, "a", "a:1", 0, {"T": tc("T")}, now=1000)
     reg(store, "b", "b:1", 0, {"T": tc("T")}, now=2000, channel="0.1.2")
-    assert route.scan_not_active(store, 1000 + 120_000, 120_000) == 0
-    assert route.scan_not_active(store, 1001 + 120_000, 120_000) == 1
+    assert housekeeping.scan_not_active(store, 1000 + 120_000, 120_000, False) == 0
+    assert housekeeping.scan_not_active(store, 1001 + 120_000, 120_000, False) == 1
     assert [q["brokerName"] for q in pick(store, "T")["queueDatas"]] == ["b"]  # type: ignore[index]
-    assert route.scan_not_active(store, 2001 + 120_000, 120_000) == 1
+    assert housekeeping.scan_not_active(store, 2001 + 120_000, 120_000, False) == 1
     assert pick(store, "T") is None
 
 
 def test_scan_uses_a_5x_broker_timeout(store: Store) -> None:
     with store.write() as t:
         route.register_broker(t, C, "a:1", "a", 0, None, DV1, {}, None, "0.1.1", 0, 10_000)
-    assert route.scan_not_active(store, 10_001, 120_000) == 1
+    assert housekeeping.scan_not_active(store, 10_001, 120_000, False) == 1
 
 
 def test_query_data_version_refreshes_only_when_unchanged(store: Store) -> None:
@@ -212,30 +212,30 @@ def test_broker_heartbeat(store: Store) -> None:
     reg(store, "a", "a:1", 0, now=0)
     with store.write() as t:
         assert route.broker_heartbeat(t, "a:1", 99) and not route.broker_heartbeat(t, "z", 1)
-    assert route.scan_not_active(store, 120_099, 120_000) == 0
+    assert housekeeping.scan_not_active(store, 120_099, 120_000, False) == 0
 
 
 def test_channel_destroy_removes_every_broker_of_the_channel(store: Store) -> None:
     reg(store, "a", "a:1", 0, {"T": tc("T")}, channel="0.9.1")
     reg(store, "b", "b:1", 0, {"T": tc("T")}, channel="0.9.1")
     reg(store, "c", "c:1", 0, {"T": tc("T")}, channel="0.9.2")
-    assert route.on_channel_destroy(store, "0.9.7", "127.0.0.1:5555") == []
-    assert sorted(route.on_channel_destroy(store, "0.9.1", "x")) == ["a:1", "b:1"]
+    assert housekeeping.channels_closed(store, [("0.9.7", "127.0.0.1:5555")], False) == []
+    assert sorted(housekeeping.channels_closed(store, [("0.9.1", "x")], False)) == ["a:1", "b:1"]
     assert [q["brokerName"] for q in pick(store, "T")["queueDatas"]] == ["c"]  # type: ignore[index]
 
 
 def test_channel_destroy_falls_back_to_peer_address(store: Store) -> None:
     reg(store, "a", "a:1", 0, {"T": tc("T")}, channel="0.9.1")
-    assert route.on_channel_destroy(store, "0.9.5", "a:1") == ["a:1"]
+    assert housekeeping.channels_closed(store, [("0.9.5", "a:1")], False) == ["a:1"]
     assert pick(store, "T") is None
 
 
 def test_reregistration_on_a_new_channel_moves_the_binding(store: Store) -> None:
     reg(store, "a", "a:1", 0, {"T": tc("T")}, channel="0.9.1")
     reg(store, "a", "a:1", 0, {"T": tc("T")}, channel="0.9.2")
-    assert route.on_channel_destroy(store, "0.9.1", None) == []
+    assert housekeeping.channels_closed(store, [("0.9.1", None)], False) == []
     assert pick(store, "T") is not None
-    assert route.on_channel_destroy(store, "0.9.2", None) == ["a:1"]
+    assert housekeeping.channels_closed(store, [("0.9.2", None)], False) == ["a:1"]
 
 
 def test_cleanup_channel_prefix(store: Store) -> None:
@@ -243,8 +243,8 @@ def test_cleanup_channel_prefix(store: Store) -> None:
     reg(store, "b", "b:1", 0, {"T": tc("T")}, channel="0.100.2")
     reg(store, "c", "c:1", 0, {"T": tc("T")}, channel="0.1000.1")
     reg(store, "d", "d:1", 0, {"T": tc("T")}, channel="1.100.1")
-    assert route.cleanup_channel_prefix(store, "0.100.") == 2
-    assert route.cleanup_channel_prefix(store, "0.100.") == 0
+    assert housekeeping.io_worker_gone(store, "0.100.", False) == 2
+    assert housekeeping.io_worker_gone(store, "0.100.", False) == 0
     names = sorted(q["brokerName"] for q in pick(store, "T")["queueDatas"])  # type: ignore[index]
     assert names == ["c", "d"]
 
@@ -315,7 +315,7 @@ def test_channels_closed_together_leave_the_topics_as_one_at_a_time(store: Store
 
     setup(store)
     closed = [("0.9.0", None), ("0.9.1", None), ("0.9.2", None)]
-    assert route.on_channels_destroyed(store, closed) == ["a:1", "b:1", "c:1"]
+    assert housekeeping.channels_closed(store, closed, False) == ["a:1", "b:1", "c:1"]
     together = tables(store)
     with store.write() as t:
         for name in list(dict(t.items("topic"))):
@@ -325,7 +325,7 @@ def test_channels_closed_together_leave_the_topics_as_one_at_a_time(store: Store
                 t.delete(table, key)
     setup(store)
     for ch, peer in closed:
-        route.on_channel_destroy(store, ch, peer)
+        housekeeping.channels_closed(store, [(ch, peer)], False)
     assert tables(store) == together
     assert set(together["topic"]) == {"T", "Tc"}  # c's name stays through its slave
 
@@ -337,7 +337,7 @@ def test_brokers_expiring_in_one_scan_leave_the_topics_together(store: Store) ->
         reg(store, name, f"{name}:1", 0, {"T": tc("T"), f"T{name}": tc(f"T{name}")},
             now=1000, channel=f"0.9.{i}")
     reg(store, "c", "c:2", 1, now=100_000, channel="0.9.9")
-    assert route.scan_not_active(store, 1001 + 120_000, 120_000) == 3
+    assert housekeeping.scan_not_active(store, 1001 + 120_000, 120_000, False) == 3
     with store.read() as t:
         assert set(dict(t.items("topic"))) == {"T", "Tc"}
         assert set(dict(t.items("broker"))) == {"c"}
