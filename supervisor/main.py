@@ -27,7 +27,7 @@ from supervisor.reload import Reloads
 from supervisor.server import ControlServer
 
 if TYPE_CHECKING:
-    from supervisor.status_page import StatusPage
+    from supervisor.status.page import StatusPage
 
 READY_MARKER = b"boot success"
 MAX_WAIT_S = 0.25
@@ -36,7 +36,8 @@ log = logging.getLogger("pynamesrv.supervisor")
 
 
 def node_argv(python: str, node: NodeConfig) -> list[str]:
-    return [*python_module("worker.node", python), "--exit-with-parent", "--port", str(node.port),
+    return [*python_module("worker.controller", python), "--exit-with-parent",
+            "--port", str(node.port),
             "--data-dir", str(node.data_dir), "--config", str(node.properties_path),
             "--name", node.name, "--host", node.host]
 
@@ -281,6 +282,6 @@ def _status_page(cfg: ClusterConfig) -> StatusPage | None:
     page's modules are a good part of a supervisor's start-up)."""
     if not cfg.supervisor.status_http:
         return None
-    from supervisor.status_page import StatusPage
+    from supervisor.status.page import StatusPage
 
     return StatusPage.open(cfg)

@@ -17,8 +17,8 @@ from prometheus_client.registry import Collector
 
 from cluster.core.build import BUILD_INFO_HELP, BUILD_INFO_NAME, build_labels
 from cluster.core.divergence_gauges import Gauge, divergence_gauges
-from supervisor.status_board import StatusBoard
-from supervisor.status_view import STATE_CLASS
+from supervisor.status.board import StatusBoard
+from supervisor.status.view import STATE_CLASS
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -31,8 +31,8 @@ from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import encode_command
 from state import nsconfig
 from state.store import Store
-from worker.context import NodeContext
-from worker.processors import handle
+from worker.business.context import NodeContext
+from worker.business.processors import handle
 
 NAME, ADDR = "broker-a", "10.0.0.1:10911"
 

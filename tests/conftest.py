@@ -108,7 +108,7 @@ def node_props() -> dict[str, str]:
 
 @pytest.fixture
 def node(tmp_path: Path, node_props: dict[str, str]) -> Iterator[NodeProcess]:
-    """A fresh node (``python -m worker.node``) started with ``node_props``, stopped after
+    """A fresh node (``python -m worker.controller``) started with ``node_props``, stopped after
     the test."""
     n = NodeProcess(tmp_path / "node", props=node_props).start()
     yield n

@@ -99,7 +99,7 @@ TEST_RELEASE = "4.9.8"
 
 
 class NodeProcess:
-    """One ``python -m worker.node`` process; ``stop()`` always reaps it and its workers."""
+    """One ``python -m worker.controller`` process; ``stop()`` always reaps it and its workers."""
 
     def __init__(self, data_dir: Path, port: int | None = None, name: str = "t",
                  props: dict[str, str] | None = None) -> None:
@@ -121,7 +121,8 @@ class NodeProcess:
         return f"127.0.0.1:{self.port}"
 
     def argv(self) -> list[str]:
-        return [sys.executable, "-m", "worker.node", "--exit-with-parent", "--port", str(self.port),
+        return [sys.executable, "-m", "worker.controller", "--exit-with-parent",
+                "--port", str(self.port),
                 "--data-dir", str(self.data_dir), "--config", str(self.config),
                 "--name", self.name]
 

@@ -6,7 +6,7 @@ machine has /dev/shm), ``frames-<io index>-<io pid>``, mapped by that worker rea
 and by every business worker read-only. The I/O worker reads a frame of ``LARGE_FRAME``
 bytes or more straight into an extent of it and sends the business worker a reference
 (``wire.shared``). An extent is released only when the business worker it was sent to
-has answered it or has exited (``worker.dispatch``), so no extent is written while a
+has answered it or has exited (``worker.io.dispatch``), so no extent is written while a
 reader may still read it. When no extent is free (or the file cannot grow: shared memory
 full) the frame goes through ZeroMQ as before.
 """

@@ -3,8 +3,8 @@
 Every write that changes what a reply shows bumps the store's generation
 (``state.store``), so a cache moved to another generation drops everything. When an
 entry does not fit, the oldest eighth of the keys goes first, as often as needed.
-The business worker's route bodies (``worker.context.RouteCache``) and the I/O
-worker's route reply templates (``worker.route_replies.RouteReplies``) are two of these.
+The business worker's route bodies (``worker.business.context.RouteCache``) and the I/O
+worker's route reply templates (``worker.io.route_replies.RouteReplies``) are two of these.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The request path touches only ints, dicts and a fixed bucket list (``bisect``); no
 prometheus_client object is used in a worker. About once a second each worker
 PUSHes its cumulative totals (``wire.METRICS``, one frame, JSON) to the controller,
-which serves them (``worker.metrics_server``).
+which serves them (``worker.controller.metrics_server``).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ SETTLE_S = 0.3
 def _node_pid(port: int) -> int:
     for p in psutil.process_iter(["cmdline"]):
         line = p.info["cmdline"] or []
-        if "worker.node" in line and str(port) in line:
+        if "worker.controller" in line and str(port) in line:
             return int(p.pid)
     raise RuntimeError(f"no node process on port {port}")
 

@@ -49,13 +49,14 @@ def _wait_boot(proc: subprocess.Popen[str], timeout: float) -> None:
 
 @contextmanager
 def spawned_nodes(count: int, root: Path) -> Iterator[list[str]]:
-    """``count`` nodes (``python -m worker.node``) on free ports; always reaped."""
+    """``count`` nodes (``python -m worker.controller``) on free ports; always reaped."""
     procs: list[subprocess.Popen[str]] = []
     addrs: list[str] = []
     try:
         for i in range(count):
             port = free_port()
-            argv = [sys.executable, "-m", "worker.node", "--exit-with-parent", "--port", str(port),
+            argv = [sys.executable, "-m", "worker.controller", "--exit-with-parent",
+                    "--port", str(port),
                     "--data-dir", str(root / f"n{i}"), "--name", f"bench{i}"]
             procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE,
                                           stderr=subprocess.DEVNULL, text=True,

@@ -68,7 +68,7 @@ def _command(w: Workload, warmup: str, duration: str) -> str:
     return " ".join(["rmqload", w.mode, *w.args, "-w", warmup, "-d", duration])
 
 
-def run_rmqload(binary: Path, w: Workload, addr: str, warmup: str, duration: str) -> dict:
+def run_rmqload(binary: Path, w: Workload, addr: str, warmup: str, duration: str) -> dict[str, Any]:
     res = subprocess.run(_argv(binary, w, addr, warmup, duration, False), capture_output=True,
                          text=True, timeout=900)
     out = _result(res.stdout.splitlines(), res.returncode, res.stderr)
@@ -76,11 +76,11 @@ def run_rmqload(binary: Path, w: Workload, addr: str, warmup: str, duration: str
     return out
 
 
-def _result(lines: list[str], code: int | None, stderr: str) -> dict:
+def _result(lines: list[str], code: int | None, stderr: str) -> dict[str, Any]:
     found = [ln for ln in lines if ln.startswith('{"tool"')]
     if not found:
         raise UserError(f"rmqload gave no result (exit {code}): {stderr.strip()[-500:]}")
-    out: dict = json.loads(found[-1])
+    out: dict[str, Any] = json.loads(found[-1])
     return out
 
 
@@ -102,7 +102,7 @@ class _Holding:
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
 
-    def result(self, timeout: float) -> dict:
+    def result(self, timeout: float) -> dict[str, Any]:
         assert self.proc.stdout is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -113,7 +113,7 @@ class _Holding:
             if not line:
                 break
             if line.startswith('{"tool"'):
-                out: dict = json.loads(line)
+                out: dict[str, Any] = json.loads(line)
                 return out
         self.stop()
         raise UserError(f"rmqload gave no result (exit {self.proc.returncode}): "
@@ -146,7 +146,7 @@ class _Holding:
 
 def measure(binary: Path, w: Workload, target: Target | None, props: dict[str, str],
             warmup: str, duration: str, addr: str | None = None,
-            java_heap: str = JAVA_HEAP, restarts: bool = True) -> dict:
+            java_heap: str = JAVA_HEAP, restarts: bool = True) -> dict[str, Any]:
     """One workload against a fresh server of ``target`` (or a given address)."""
     if addr or target is None:
         result = run_rmqload(binary, w, addr or "", warmup, duration)
@@ -159,14 +159,15 @@ def measure(binary: Path, w: Workload, target: Target | None, props: dict[str, s
         return _row(w, target, result, sampler)
 
 
-def _row(w: Workload, target: Target, result: dict, sampler: TreeSampler) -> dict:
+def _row(w: Workload, target: Target, result: dict[str, Any], sampler: TreeSampler
+         ) -> dict[str, Any]:
     return {"workload": w.name, "target": target.name, **summary(result),
             "server_cpu_util": round(sampler.cpu_util, 3),
             "server_peak_pss_mb": round(sampler.peak_bytes / 2**20, 1), "raw": result}
 
 
 def _measure_with_restart(binary: Path, w: Workload, server: Server, warmup: str,
-                          duration: str) -> dict:
+                          duration: str) -> dict[str, Any]:
     sample = restart.expectations(layout(binary, w))
     holding = _Holding(_argv(binary, w, server.addr, warmup, duration, True))
     try:

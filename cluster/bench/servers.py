@@ -124,7 +124,7 @@ class Server:
             cfg = tmp / "namesrv.properties"
             if not cfg.exists():
                 cfg.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
-            return [sys.executable, "-m", "worker.node", "--exit-with-parent", "--port",
+            return [sys.executable, "-m", "worker.controller", "--exit-with-parent", "--port",
                     str(self.port), "--data-dir", str(tmp), "--config", str(cfg),
                     "--name", "bench"], None
         if kind == "java":

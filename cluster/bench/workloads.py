@@ -114,7 +114,7 @@ def summary(result: dict[str, Any]) -> dict[str, object]:
     return out
 
 
-def _figures(rate: float | None, lat: dict, codes: dict) -> dict[str, object]:
+def _figures(rate: float | None, lat: dict[str, Any], codes: dict[str, Any]) -> dict[str, object]:
     return {"rate": rate, "p50_ms": _ms(lat.get("p50")), "p99_ms": _ms(lat.get("p99")),
             "p999_ms": _ms(lat.get("p999")), "codes": codes}
 

@@ -13,7 +13,7 @@ from cluster.chaos.checkers import (
     config_from_history,
 )
 from cluster.chaos.history import Op
-from cluster.chaos.load_checks import run_load_checks
+from cluster.chaos.load.checks import run_load_checks
 
 
 def run_checks(ops: Iterable[Op], cfg: CheckConfig | None = None) -> list[CheckResult]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from cluster.chaos.cluster_file import planned_cluster
-from cluster.chaos.load_plan import DEFAULT_BROKERS, DEFAULT_READS, DEFAULT_TOPICS, LoadPlan
+from cluster.chaos.load.plan import DEFAULT_BROKERS, DEFAULT_READS, DEFAULT_TOPICS, LoadPlan
 from cluster.chaos.schedule import SCENARIOS
 from cluster.core.argtypes import Subparsers, int_range
 from cluster.core.config import ClusterConfig

@@ -32,9 +32,9 @@ from cluster.chaos.cluster_file import planned_cluster, write_run_cluster
 from cluster.chaos.cluster_proc import ClusterProcess, ProcessTracker
 from cluster.chaos.faults import FAULTS, FaultContext
 from cluster.chaos.history import NEMESIS, RUNNER, HistoryWriter
-from cluster.chaos.load import LoadProcess
-from cluster.chaos.load_checks import load_report, report_lines
-from cluster.chaos.load_plan import LoadPlan
+from cluster.chaos.load.checks import load_report, report_lines
+from cluster.chaos.load.plan import LoadPlan
+from cluster.chaos.load.run import LoadProcess
 from cluster.chaos.proxy import ProxyHost, ProxySpec
 from cluster.chaos.report_html import write_report
 from cluster.chaos.schedule import FaultEvent, Schedule, Timing, TooShort, build_schedule

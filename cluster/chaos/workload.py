@@ -22,7 +22,7 @@ from cluster.audit.reader import ClusterReader, NodeFailed, ReadLimits
 from cluster.chaos.audit import AuditInput, Observed
 from cluster.chaos.checkers import ABANDONED
 from cluster.chaos.history import OBSERVER, HistoryWriter
-from cluster.chaos.load_plan import LoadPlan, load_observation
+from cluster.chaos.load.plan import LoadPlan, load_observation
 from cluster.chaos.observer import Observer
 from cluster.client.broker_sim import SimBroker, SimOptions, SimStats, broker_identity, make_topics
 from cluster.client.connection import ConnectionPool, IoLoop

@@ -1,6 +1,6 @@
 """``pynamesrv node``: run one NameServer node in the foreground.
 
-The node lives in its own process tree (``python -P -m worker.node``: neither the
+The node lives in its own process tree (``python -P -m worker.controller``: neither the
 working directory nor anything else the user did not install is on its module path);
 this command replaces the current process with it, so the CLI never imports node
 internals.
@@ -26,5 +26,5 @@ def register(sub: Subparsers) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    argv = [*python_module("worker.node"), *args.passthrough_args]
+    argv = [*python_module("worker.controller"), *args.passthrough_args]
     os.execv(sys.executable, argv)

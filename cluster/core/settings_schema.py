@@ -2,7 +2,7 @@
 
 Everything that handles node settings is derived from ``SETTINGS``: cluster.yaml
 validation (``cluster.core.config``), the node's ``namesrv.properties`` rendered by the
-supervisor, the node's loading of that file (``worker.settings``), the shared runtime
+supervisor, the node's loading of that file (``worker.controller.settings``), the shared runtime
 config behind GET/UPDATE_NAMESRV_CONFIG (``state.nsconfig``) and the settings tables
 of README.md and docs/architecture.md (``python -m cluster.core.settings_schema --markdown``).
 

@@ -20,7 +20,7 @@ import orjson
 import pytest
 
 from cluster.chaos.history import RUNNER, read_history
-from cluster.chaos.load_checks import LOAD_CHECKERS
+from cluster.chaos.load.checks import LOAD_CHECKERS
 from tests.chaos.conftest import write_cluster
 from tests.chaos.test_scenarios import processes_under
 from tests.conftest import Reaper

@@ -22,7 +22,7 @@ from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from tests.integration.test_node import register, route
 from tests.nodeproc import PYNAMESRV, Conn, NodeProcess, poll_until
-from worker.acl import RECHECK_S, TAKES_EFFECT_S
+from worker.business.acl.guard import RECHECK_S, TAKES_EFFECT_S
 
 pytestmark = pytest.mark.integration
 ADMIN = acl.Credentials("adminKey1", "adminSecret1")

@@ -166,7 +166,7 @@ def test_sigterm_exits_zero_and_keeps_acknowledged_kv(tmp_path: Path) -> None:
 
 
 def _run_node(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "worker.node", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "worker.controller", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=30)
 
 

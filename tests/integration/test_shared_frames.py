@@ -13,9 +13,9 @@ from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from tests.nodeproc import Conn, NodeProcess, poll_until
 from tests.unit.test_large_frames import registration
+from worker.controller.store_home import lmdb_dir
 from worker.frame_arena import PREFIX
 from worker.procs import store_dir
-from worker.store_home import lmdb_dir
 
 pytestmark = pytest.mark.integration
 

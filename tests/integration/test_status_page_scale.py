@@ -18,8 +18,8 @@ import pytest
 
 from cluster.core.config import load_cluster
 from supervisor.broker_rows import BrokerBook
-from supervisor.status_gather import Gatherer
-from supervisor.status_page import StatusPage
+from supervisor.status.gather import Gatherer
+from supervisor.status.page import StatusPage
 from tests.browser import ARTIFACTS, find_chromium
 from tests.cdp import DevTools
 from tests.conftest import Reaper

@@ -21,7 +21,7 @@ from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import decode_frame
 from tests.nodeproc import Conn, NodeProcess, free_port
 from tests.unit.test_large_frames import registration
-from worker.io_connection import LARGE_FRAME
+from worker.io.connection import LARGE_FRAME
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl command")]
@@ -121,7 +121,7 @@ def test_a_missing_certificate_stops_the_node_in_one_line(tmp_path: Path) -> Non
     (tmp_path / "namesrv.properties").write_text(
         "tls.server.mode=enforcing\ntls.server.certPath=missing.pem\n"
         "tls.server.keyPath=missing.key\n")
-    out = subprocess.run([sys.executable, "-m", "worker.node", "--port", str(free_port()),
+    out = subprocess.run([sys.executable, "-m", "worker.controller", "--port", str(free_port()),
                           "--data-dir", str(tmp_path), "--config",
                           str(tmp_path / "namesrv.properties")],
                          capture_output=True, text=True, timeout=30)

@@ -9,7 +9,7 @@ import pytest
 
 from state.store import Store
 from tests.unit.test_processors import make_ctx
-from worker.context import NodeContext
+from worker.business.context import NodeContext
 
 
 @pytest.fixture()

@@ -14,11 +14,11 @@ from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from state import nsconfig
 from state.store import Store
-from worker.acl import ADMIN_CODES, SIGNED_CODES, AclGuard, Need, guard_of, need
-from worker.acl_accounts import AclFileError, parse_accounts
-from worker.acl_addresses import PatternError, compile_pattern, remote_host
-from worker.context import NodeContext
-from worker.processors import HANDLERS, handle
+from worker.business.acl.accounts import AclFileError, parse_accounts
+from worker.business.acl.addresses import PatternError, compile_pattern, remote_host
+from worker.business.acl.guard import ADMIN_CODES, SIGNED_CODES, AclGuard, Need, guard_of, need
+from worker.business.context import NodeContext
+from worker.business.processors import HANDLERS, handle
 
 RQ = RequestCode
 ADMIN = acl.Credentials("adminKey1", "adminSecret1")

@@ -11,7 +11,7 @@ from state import applied as applied_records
 from state import route
 from state.store import APPLIED_STAMP, Store
 from tests.unit.test_register_fast import DV1, DV2, DV3, applied, queue_nums, register
-from worker.context import NodeContext
+from worker.business.context import NodeContext
 
 __all__ = ["applied"]  # the fixture, used by name
 

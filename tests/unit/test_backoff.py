@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cluster.core.backoff import Backoff
-from worker.children import MAX_BACKOFF_S, MIN_BACKOFF_S, STABLE_S, child_backoff
+from worker.controller.children import MAX_BACKOFF_S, MIN_BACKOFF_S, STABLE_S, child_backoff
 
 
 class FakeProcess:

@@ -8,11 +8,11 @@ import pytest
 
 from cluster.chaos.checkers import CheckConfig, HistoryView
 from cluster.chaos.history import NEMESIS, OBSERVER, RUNNER, Op
-from cluster.chaos.load import LOAD
-from cluster.chaos.load_checks import load_report, run_load_checks
-from cluster.chaos.load_plan import LoadPlan, load_observation
-from cluster.chaos.load_reads import OPAQUE_BASE, request_template
-from cluster.chaos.load_stats import BOUNDS, ReadCounters, merged
+from cluster.chaos.load.checks import load_report, run_load_checks
+from cluster.chaos.load.plan import LoadPlan, load_observation
+from cluster.chaos.load.reads import OPAQUE_BASE, request_template
+from cluster.chaos.load.run import LOAD
+from cluster.chaos.load.stats import BOUNDS, ReadCounters, merged
 from cluster.chaos.schedule import Timing
 from cluster.core.protocol.codes import RequestCode
 from cluster.core.protocol.frame import decode_frame

@@ -29,7 +29,7 @@ from state import digest, route
 from state.snapshot import tables as snapshot_tables
 from state.store import Store
 from tests.unit.test_processors import C, body_json, call, register_request, request
-from worker.context import NodeContext
+from worker.business.context import NodeContext
 
 RC_SUCCESS, RC_SYSTEM_ERROR = 0, 1
 Q6 = {"perm": 6, "readQueueNums": 4, "topicSysFlag": 0, "writeQueueNums": 4}

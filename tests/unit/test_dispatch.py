@@ -7,7 +7,7 @@ import dataclasses
 from cluster.core.protocol.codes import SerializeType
 from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import decode_command, encode_command
-from worker.dispatch import KEEP_WHOLE_BYTES, Dispatcher
+from worker.io.dispatch import KEEP_WHOLE_BYTES, Dispatcher
 from worker.wire import LANE_ALL, LANE_READ
 
 

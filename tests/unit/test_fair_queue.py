@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from worker.fair_queue import FairQueue
-from worker.pricing import DEFAULT_US, HEAVY_PRIOR_US, Prices
+from worker.io.fair_queue import FairQueue
+from worker.io.pricing import DEFAULT_US, HEAVY_PRIOR_US, Prices
 
 
 def drain(q: FairQueue) -> list[str]:

@@ -11,8 +11,8 @@ from cluster.core.protocol.command import RemotingCommand
 from state.store import Store
 from tests.golden_replay import BRIDGES, KNOWN_DIFFERENCES, entries, needs_golden, replay_all
 from tests.unit.test_processors import make_ctx
-from worker.context import NodeContext
-from worker.processors import handle
+from worker.business.context import NodeContext
+from worker.business.processors import handle
 
 pytestmark = needs_golden
 

@@ -11,10 +11,10 @@ import pytest
 
 from tests.unit.test_io_route_hits import CFG, Loop, Transport, request
 from tests.unit.test_large_frames import reads, registration
-from worker.handoff import RETRY_S, HandoffSender, bind_receiver, receive
-from worker.io_connection import LARGE_FRAME, Connection
-from worker.io_worker import Hub
-from worker.route_replies import RouteReplies
+from worker.io.connection import LARGE_FRAME, Connection
+from worker.io.handoff import RETRY_S, HandoffSender, bind_receiver, receive
+from worker.io.hub import Hub
+from worker.io.route_replies import RouteReplies
 
 
 class Sender:

@@ -9,9 +9,9 @@ from cluster.core.protocol.codes import ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import encode_command
 from worker.frame_arena import FrameArena
-from worker.io_connection import Connection, IoConfig
-from worker.io_worker import Hub
-from worker.route_replies import RouteReplies, header_key
+from worker.io.connection import Connection, IoConfig
+from worker.io.hub import Hub
+from worker.io.route_replies import RouteReplies, header_key
 
 CFG = IoConfig(index=0, parent=0, host="127.0.0.1", port=0, run="", store_path="",
                frame_max=1 << 20, header_max=1 << 16, max_connections=10,

@@ -11,8 +11,8 @@ from cluster.core.protocol.lenient import loads_lenient
 from state.route import java_order
 from state.store import Store
 from tests.unit.test_processors import RC, C, body_json, call, register_request, request
-from worker.context import NodeContext
-from worker.processors import on_channel_destroy
+from worker.business.context import NodeContext
+from worker.business.processors import on_channel_destroy
 
 
 @pytest.mark.parametrize(("text", "value"), [

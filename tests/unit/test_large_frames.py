@@ -20,10 +20,11 @@ from cluster.core.protocol.peek import without_body
 from state import applied
 from state.store import Store
 from tests.unit.test_io_route_hits import connection, request
-from worker import processors, wire
-from worker.business import BusinessConfig, BusinessWorker
+from worker import wire
+from worker.business import processors
+from worker.business.process import BusinessConfig, BusinessWorker
 from worker.frame_arena import FrameArena
-from worker.io_connection import LARGE_FRAME, LARGE_SHARE
+from worker.io.connection import LARGE_FRAME, LARGE_SHARE
 from worker.procs import io_endpoint
 
 

@@ -33,7 +33,10 @@ FORBIDDEN_LIBS: dict[str, set[str]] = {
     "cluster/core": {"zmq", "lmdb", "pyspark", "asyncio", "uvloop", "psutil", "multiprocess"},
     "cluster/core/protocol": {"socket"},
     "state": {"zmq", "socket", "asyncio", "uvloop", "cluster.core.protocol.codes"},
+    "worker/io": {"worker.business", "worker.controller"},
+    "worker/business": {"worker.io", "worker.controller"},
 }
+WORKER_SIDES = ("worker.controller", "worker.io", "worker.business")
 
 
 def _imports(path: Path) -> set[str]:
@@ -98,10 +101,17 @@ def test_architecture_doc_names_every_layer() -> None:
 
 
 def test_rule_detects_a_violation(tmp_path: Path) -> None:
-    (tmp_path / "m.py").write_text("import worker.node\nfrom state.store import Store\n"
+    (tmp_path / "m.py").write_text("import worker.controller\nfrom state.store import Store\n"
                                    "def f():\n    from supervisor import cli\n")
-    assert _imports(tmp_path / "m.py") == {"worker.node", "state.store.Store", "supervisor.cli"}
+    assert _imports(tmp_path / "m.py") == {"worker.controller", "state.store.Store",
+                                           "supervisor.cli"}
     assert not _under("supervisor", ALLOWED["cluster/chaos"])
     assert _under("cluster.core.protocol.frame", ALLOWED["state"])
     (tmp_path / "n.py").write_text("from cluster.core.protocol import codes\n")
     assert any(_under(n, FORBIDDEN_LIBS["state"]) for n in _imports(tmp_path / "n.py"))
+
+
+def test_worker_root_modules_import_no_process_folder() -> None:
+    bad = [f"{path.name} imports {name}" for path in sorted((ROOT / "worker").glob("*.py"))
+           for name in _imports(path) if _under(name, set(WORKER_SIDES))]
+    assert bad == []

@@ -9,6 +9,7 @@ from cluster.core.protocol.codes import FLAG_ONEWAY, SerializeType
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import encode_command
 from worker import wire
+from worker.controller.metrics_server import MetricsBook, NodeCollector, cumulative_buckets
 from worker.metrics import (
     LATENCY_BOUNDS,
     MAX_CODES,
@@ -20,7 +21,6 @@ from worker.metrics import (
     parse_snapshot,
     reply_code,
 )
-from worker.metrics_server import MetricsBook, NodeCollector, cumulative_buckets
 
 
 def snap(kind: str, index: int, pid: int, requests: int, latencies: tuple[float, ...] = (),

@@ -20,11 +20,17 @@ from cluster.core.protocol.dialect import Dialect
 from cluster.core.protocol.lenient import loads_lenient
 from state import nsconfig, queries
 from state.store import Store
-from worker import failures
-from worker.acl import AclGuard
-from worker.context import NodeContext
+from worker.business import failures
+from worker.business.acl.guard import AclGuard
+from worker.business.context import NodeContext
+from worker.business.processors import (
+    HANDLERS,
+    REFUSAL_CODES,
+    UNIT_LISTS,
+    handle,
+    on_channel_destroy,
+)
 from worker.limits import PeerEvents
-from worker.processors import HANDLERS, REFUSAL_CODES, UNIT_LISTS, handle, on_channel_destroy
 
 C = "DefaultCluster"
 RC = ResponseCode

@@ -1,5 +1,5 @@
-"""Request processors of a node following 5.x (`worker.processors5`, `worker.route_lookup`),
-through handle(), with a fake clock."""
+"""Request processors of a node following 5.x (`worker.business.processors5`,
+`worker.business.route_lookup`), through handle(), with a fake clock."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from cluster.core.protocol.frame import FrameError, decode_command, encode_comma
 from cluster.core.protocol.lenient import loads_lenient
 from state.store import Store
 from tests.unit.test_processors import make_ctx, register_request, request, route_request
-from worker.context import NodeContext
-from worker.go_away import go_away_reply
-from worker.processors import handle
+from worker.business.context import NodeContext
+from worker.business.processors import handle
+from worker.io.go_away import go_away_reply
 
 RC = ResponseCode
 

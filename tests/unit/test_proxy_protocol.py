@@ -1,4 +1,4 @@
-"""PROXY protocol headers at the start of a 5.x connection (`worker.proxy_protocol`)."""
+"""PROXY protocol headers at the start of a 5.x connection (`worker.io.proxy_protocol`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from worker.proxy_protocol import V2_SIGNATURE, Prelude, ProxyError
+from worker.io.proxy_protocol import V2_SIGNATURE, Prelude, ProxyError
 
 FRAME = b"\x00\x00\x00\x10\x00\x00\x00\x0c" + b'{"code":106}'
 

@@ -18,7 +18,7 @@ from state import applied as applied_records
 from state import route
 from state.store import APPLIED, APPLIED_QUEUES, Store
 from tests.unit.test_processors import call, make_ctx, register_request, request, route_request
-from worker.context import NodeContext
+from worker.business.context import NodeContext
 
 DV1 = {"counter": 1, "timestamp": 1}
 DV2 = {"counter": 2, "timestamp": 1}

@@ -21,7 +21,7 @@ from cluster.core.protocol import body_common, register_body, register_scan
 from state import applied as applied_records
 from state.store import APPLIED_TABLES, TABLES, Store
 from tests.unit.test_processors import make_ctx, request
-from worker.processors import handle
+from worker.business.processors import handle
 
 NAMES = ("broker-a", "broker-b")
 ADDRS = {("broker-a", 0): "10.0.0.1:10911", ("broker-a", 1): "10.0.0.2:10911",

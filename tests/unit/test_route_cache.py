@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worker.context import RouteCache
+from worker.business.context import RouteCache
 
 
 def test_generation_change_drops_bodies_and_broker_entries() -> None:

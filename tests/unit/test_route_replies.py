@@ -7,7 +7,7 @@ import pytest
 from cluster.core.protocol.codes import FLAG_ONEWAY, ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import encode_command
-from worker.route_replies import RouteReplies, header_key, learnable, template_of
+from worker.io.route_replies import RouteReplies, header_key, learnable, template_of
 
 STYPES = (SerializeType.JSON, SerializeType.ROCKETMQ)
 

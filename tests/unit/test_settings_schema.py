@@ -27,7 +27,7 @@ from cluster.core.settings_schema import (
 )
 from supervisor.nodefiles import node_properties, render_properties
 from tests.nodeproc import ROOT
-from worker.settings import NodeSettings, load_settings
+from worker.controller.settings import NodeSettings, load_settings
 
 INTS = [s for s in SETTINGS if s.kind is Kind.INT]
 YAML_INTS = [s for s in INTS if s.yaml]
@@ -149,7 +149,7 @@ def test_live_settings_have_no_start_time_attribute() -> None:
 
 
 def test_every_live_setting_is_read_from_the_shared_config_at_use() -> None:
-    source = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "worker").glob("*.py"))
+    source = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "worker").rglob("*.py"))
     unread = [s.key for s in SETTINGS if s.update is Update.LIVE
               and not re.search(rf'nsconfig\.get_(bool|int)\(t, "{s.key}"\)', source)]
     assert unread == []

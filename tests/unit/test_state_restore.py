@@ -14,8 +14,8 @@ from state import housekeeping, queries, route
 from state.restore import restore_routes
 from state.store import FORMAT, Store
 from tests.unit.test_state_route import DV1, DV2, tc
-from worker.bootstrap import open_state
-from worker.settings import NodeSettings, load_settings
+from worker.controller.bootstrap import open_state
+from worker.controller.settings import NodeSettings, load_settings
 
 EXPIRY = 120_000
 C = "DefaultCluster"

@@ -126,7 +126,7 @@ def _committed_round(store: Store) -> int:
 
 def test_writer_sigkilled_mid_transaction_leaves_store_usable(store: Store) -> None:
     from tests.unit.test_processors import make_ctx, register_request, route_request
-    from worker.processors import handle
+    from worker.business.processors import handle
 
     ctx = make_ctx(store, clock=lambda: 1000)
     rng = random.Random(7)

@@ -21,12 +21,12 @@ from cluster.core.errors import ConfigError
 from cluster.core.node_link import NotAnswering
 from supervisor.broker_rows import BrokerBook
 from supervisor.report_finder import latest_reports
-from supervisor.status_board import StatusBoard
-from supervisor.status_gather import Gatherer, remote_source
-from supervisor.status_keys import keys_context, parse_filter
-from supervisor.status_page import StatusPage
-from supervisor.status_templates import environment
-from supervisor.status_view import Header, banner, context, difference_rows
+from supervisor.status.board import StatusBoard
+from supervisor.status.gather import Gatherer, remote_source
+from supervisor.status.keys import keys_context, parse_filter
+from supervisor.status.page import StatusPage
+from supervisor.status.templates import environment
+from supervisor.status.view import Header, banner, context, difference_rows
 from tests.nodeproc import free_port, poll_until
 
 Q = {"perm": 6, "readQueueNums": 4, "topicSysFlag": 0, "writeQueueNums": 4}

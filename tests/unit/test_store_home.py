@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cluster.core.errors import UserError
-from worker import store_home
+from worker.controller import store_home
 from worker.procs import store_dir
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.tls import certificate_warnings
+from worker.io.tls import certificate_warnings
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl command")
 DAY = 86400.0

@@ -31,8 +31,8 @@ from typing import Any, cast
 
 import orjson
 
-from cluster.chaos.load_plan import VERIFY_EVERY, WINDOW, LoadPlan
-from cluster.chaos.load_stats import ReadCounters
+from cluster.chaos.load.plan import VERIFY_EVERY, WINDOW, LoadPlan
+from cluster.chaos.load.stats import ReadCounters
 from cluster.client.connection import parse_addr
 from cluster.core.protocol.codes import RequestCode
 from cluster.core.protocol.command import RemotingCommand

@@ -13,8 +13,8 @@ from state import housekeeping, nsconfig
 from state.kvconfig import KVConfigError, load_into
 from state.restore import Restored, restore_routes
 from state.store import Store
-from worker.context import STARTED_AT
-from worker.settings import NodeSettings
+from worker.business.context import STARTED_AT
+from worker.controller.settings import NodeSettings
 
 STORE_MAP_SIZE = 1 << 30  # sparse on tmpfs; bounds the route tables of one node
 ARENA_GLOB = "frames-*"  # the I/O workers' large-frame files (worker.frame_arena)

@@ -1,5 +1,5 @@
 """The I/O worker's hub: owns client connections, splits frames, feeds the business pool
-(the process around it, sockets, timers and shutdown: ``worker.io_process``).
+(the process around it, sockets, timers and shutdown: ``worker.io.process``).
 
 One uvloop event loop per process. Connections use asyncio buffered Protocols; the hub
 batches complete frames to business workers over a ZeroMQ ROUTER socket with a
@@ -36,14 +36,14 @@ from cluster.core.protocol.frame import (
 )
 from cluster.core.protocol.peek import peek_code, without_body
 from worker import limits, wire
-from worker.dispatch import ROUTE_CODE as ROUTE
-from worker.dispatch import Dispatcher, Peer
 from worker.frame_arena import FrameArena
-from worker.go_away import go_away_reply
-from worker.handoff import HandoffSender
-from worker.io_connection import READ_SIZE, Connection, IoConfig
+from worker.io.connection import READ_SIZE, Connection, IoConfig
+from worker.io.dispatch import ROUTE_CODE as ROUTE
+from worker.io.dispatch import Dispatcher, Peer
+from worker.io.go_away import go_away_reply
+from worker.io.handoff import HandoffSender
+from worker.io.route_replies import RouteReplies, header_key, learnable
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code, origin_of
-from worker.route_replies import RouteReplies, header_key, learnable
 
 log = logging.getLogger("pynamesrv.io")
 
@@ -184,7 +184,7 @@ class Hub:
             self._count_hits(len(out), unusual, time.perf_counter() - t0)
 
     def _go_away(self, conn: Connection, frame: bytes | memoryview) -> bool:
-        """Answer GO_AWAY to a new client's request (``worker.go_away``); False: serve it."""
+        """Answer GO_AWAY to a new client's request (``worker.io.go_away``); False: serve it."""
         reply = go_away_reply(frame, self.dialect)
         if reply is None:
             return False

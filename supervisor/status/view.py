@@ -14,8 +14,8 @@ from typing import Any
 from cluster.core.divergence import Difference
 from cluster.core.divergence_watch import NodeAnswer, Round
 from supervisor.render import uptime_text
-from supervisor.status_board import BoardState
-from supervisor.status_history import history_view
+from supervisor.status.board import BoardState
+from supervisor.status.history import history_view
 
 STATE_CLASS = {"running": "ok", "starting": "info", "paused": "paused", "hung": "warn",
                "stopped": "off", "backoff": "warn", "failed": "bad"}

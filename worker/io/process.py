@@ -1,5 +1,5 @@
 """An I/O worker process: its ZeroMQ router, listening socket (or hand-off receiver),
-timers and orderly shutdown around the hub (``worker.io_worker``)."""
+timers and orderly shutdown around the hub (``worker.io.hub``)."""
 
 from __future__ import annotations
 
@@ -17,13 +17,13 @@ from state import nsconfig
 from state.store import Store
 from worker import wire
 from worker.frame_arena import open_arena
-from worker.handoff import HandoffSender, handoff_path
-from worker.io_connection import IoConfig
-from worker.io_sources import accept, receive_handoffs, stop_receiving
-from worker.io_worker import Hub
+from worker.io.connection import IoConfig
+from worker.io.handoff import HandoffSender, handoff_path
+from worker.io.hub import Hub
+from worker.io.route_replies import RouteReplies
+from worker.io.sources import accept, receive_handoffs, stop_receiving
 from worker.metrics import Pusher
 from worker.procs import announce_ready, io_endpoint, start_worker_process
-from worker.route_replies import RouteReplies
 
 log = logging.getLogger("pynamesrv.io")
 
@@ -94,7 +94,7 @@ def go_away_seconds(store: Store) -> float:
 
 async def _go_away_window(hub: Hub, store: Store) -> None:
     """5.x graceful shutdown: the port stays open and new clients get GO_AWAY for a while
-    (``worker.go_away``), so they move to another NameServer before this one goes."""
+    (``worker.io.go_away``), so they move to another NameServer before this one goes."""
     seconds = go_away_seconds(store)
     if seconds > 0:
         log.warning("event=going_away seconds=%.0f", seconds)

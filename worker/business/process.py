@@ -3,7 +3,7 @@
 One DEALER socket per I/O worker (replies must return to the I/O worker that
 owns the connection). Each batch of requests is processed in order and
 answered with one message, which carries the time each request took (the I/O
-worker prices requests by it: ``worker.pricing``); channel-destroyed events run the
+worker prices requests by it: ``worker.io.pricing``); channel-destroyed events run the
 route cleanup. The loop is a plain blocking poller: no event loop is needed here.
 With ACL on, the accounts file is looked at with every heartbeat (at most once a
 second), whatever the traffic, so a withdrawn account is dropped even when every
@@ -26,12 +26,12 @@ import zmq
 from cluster.core.protocol.frame import FrameError, decode_command, encode_command
 from state.store import Store
 from worker import limits, wire
-from worker.acl_addresses import remote_host
-from worker.context import NodeContext
-from worker.failures import WRITE_FAILURES, system_error
+from worker.business.acl.addresses import remote_host
+from worker.business.context import NodeContext
+from worker.business.failures import WRITE_FAILURES, system_error
+from worker.business.processors import BODY_IN_PLACE, handle, on_channel_destroy
 from worker.frame_arena import ArenaReader
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, origin_of
-from worker.processors import BODY_IN_PLACE, handle, on_channel_destroy
 from worker.procs import announce_ready, give_back_memory, io_endpoint, start_worker_process
 
 log = logging.getLogger("pynamesrv.business")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.core.protocol.acl import KEY_MIN_LENGTH
-from worker.acl_addresses import Matcher, PatternError, compile_pattern
+from worker.business.acl.addresses import Matcher, PatternError, compile_pattern
 
 
 class AclFileError(ValueError):

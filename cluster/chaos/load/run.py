@@ -1,6 +1,6 @@
 """The harness side of ``--load``: the load process and its reports turned into history.
 
-``LoadProcess`` starts ``python -m cluster.chaos.loadgen`` (its own process
+``LoadProcess`` starts ``python -m cluster.chaos.load.gen`` (its own process
 group, dies with the harness), reads its JSON lines in a thread and records
 them: every registration outcome as a ``register`` record of its broker
 (so the run's answered/closed checkers cover the load's brokers too), and
@@ -23,7 +23,7 @@ from typing import IO, Any
 import orjson
 
 from cluster.chaos.history import HistoryWriter
-from cluster.chaos.load_plan import LoadPlan
+from cluster.chaos.load.plan import LoadPlan
 from cluster.core.procs import die_with_this_process
 
 LOAD = "load"
@@ -56,7 +56,7 @@ class LoadProcess:
     def start(self) -> None:
         spec_path = self.out_dir / SPEC_NAME
         spec_path.write_bytes(orjson.dumps(self.spec, option=orjson.OPT_INDENT_2))
-        argv = [sys.executable, "-m", "cluster.chaos.loadgen", str(spec_path)]
+        argv = [sys.executable, "-m", "cluster.chaos.load.gen", str(spec_path)]
         with (self.out_dir / LOG_NAME).open("ab") as log:
             self.proc = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,

@@ -21,10 +21,10 @@ from cluster.core.protocol.lenient import loads_lenient
 from cluster.core.protocol.properties import PropertiesError, parse_properties
 from state import digest, housekeeping, kvconfig, nsconfig, queries, route
 from state.snapshot import take_snapshot
-from worker import processors5
-from worker.context import NodeContext
-from worker.failures import failed
-from worker.handler_kit import (
+from worker.business import processors5
+from worker.business.context import NodeContext
+from worker.business.failures import failed
+from worker.business.handler_kit import (
     MissingField,
     crc_ok,
     field,
@@ -35,7 +35,7 @@ from worker.handler_kit import (
     present,
     registration_body,
 )
-from worker.route_lookup import get_routeinfo_by_topic
+from worker.business.route_lookup import get_routeinfo_by_topic
 
 Handler = Callable[[NodeContext, RemotingCommand, str, str], RemotingCommand]
 

@@ -1,4 +1,4 @@
-"""Node controller: ``python -m worker.node --port P --data-dir DIR [--config F]``.
+"""Node controller: ``python -m worker.controller --port P --data-dir DIR [--config F]``.
 
 Creates the shared state, spawns the I/O and business workers, restarts any
 that die, runs the broker expiry scan once per node, cleans up the brokers of a
@@ -27,16 +27,20 @@ from cluster.core.errors import UserError
 from cluster.core.procs import exit_with_parent, set_process_name
 from state import housekeeping, nsconfig
 from state.store import Store
-from worker import store_home, tls, wire
-from worker.bootstrap import open_state
-from worker.business import BusinessConfig
-from worker.business import run as run_business
-from worker.children import Child
-from worker.io_connection import IoConfig
-from worker.io_process import go_away_seconds
-from worker.io_process import run as run_io
+from worker import wire
+from worker.business.process import BusinessConfig
+from worker.business.process import run as run_business
+from worker.controller import store_home
+from worker.controller.bootstrap import open_state
+from worker.controller.children import Child
+from worker.controller.metrics_server import MetricsBook, MetricsServer, NodeCollector
+from worker.controller.settings import NodeSettings, load_settings
+from worker.controller.zygote import Zygote, ZygoteGone
+from worker.io import tls
+from worker.io.connection import IoConfig
+from worker.io.process import go_away_seconds
+from worker.io.process import run as run_io
 from worker.metrics import parse_snapshot
-from worker.metrics_server import MetricsBook, MetricsServer, NodeCollector
 from worker.procs import (
     control_endpoint,
     run_dir,
@@ -44,8 +48,6 @@ from worker.procs import (
     store_dir,
     sweep_stale,
 )
-from worker.settings import NodeSettings, load_settings
-from worker.zygote import Zygote, ZygoteGone
 
 log = logging.getLogger("pynamesrv.node")
 READY_DEADLINE_S = 60.0
@@ -113,7 +115,7 @@ class Controller:
             self.poller.register(child.pidfd, zmq.POLLIN)
 
     def _open_store(self) -> None:
-        """Claim the data dir's store (kept across runs: worker.store_home) and open it."""
+        """Claim the data dir's store (kept across runs: ``store_home``) and open it."""
         s = self.s
         self.store_lock = store_home.claim(self.store_home)
         store_home.sweep(store_base(), keep=self.store_home)
@@ -134,7 +136,7 @@ class Controller:
 
     def _io_children(self) -> list[Child]:
         """The I/O workers on the node's port, and the large-frame worker after them (a
-        niced one taking the connections they hand over: worker.handoff)."""
+        niced one taking the connections they hand over: worker.io.handoff)."""
         s = self.s
         children = [Child("io", i, self._io_config(i, hand_off=s.io_large_worker), self.zygote)
                     for i in range(s.io_workers)]

@@ -1,4 +1,4 @@
-"""The load process of ``chaos run --load``: ``python -m cluster.chaos.loadgen SPEC.json``.
+"""The load process of ``chaos run --load``: ``python -m cluster.chaos.load.gen SPEC.json``.
 
 One process runs the plan's brokers (``SimBroker``: compressed
 registrations, own connections, a heartbeat loop each, all on one I/O
@@ -26,8 +26,8 @@ from typing import IO, Any
 import orjson
 import uvloop
 
-from cluster.chaos.load_plan import LoadPlan
-from cluster.chaos.load_reads import ReadLoad
+from cluster.chaos.load.plan import LoadPlan
+from cluster.chaos.load.reads import ReadLoad
 from cluster.chaos.workload import client_error_value
 from cluster.client.broker_sim import SimBroker, SimOptions, SimStats
 from cluster.client.connection import IoLoop
@@ -186,7 +186,7 @@ async def main_async(spec: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m cluster.chaos.loadgen SPEC.json", file=sys.stderr)
+        print("usage: python -m cluster.chaos.load.gen SPEC.json", file=sys.stderr)
         return 2
     spec = orjson.loads(Path(args[0]).read_bytes())
     uvloop.install()

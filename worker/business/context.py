@@ -11,7 +11,7 @@ from cluster.core.protocol.dialect import DEFAULT, Dialect
 from state import nsconfig
 from state.digest import DigestCache
 from state.store import Store
-from worker.acl import AclGuard, guard_of
+from worker.business.acl.guard import AclGuard, guard_of
 from worker.generation_cache import GenerationCache
 
 STARTED_AT = "started_at"  # meta table: when the node created its state (ms)

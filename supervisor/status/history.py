@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from cluster.core.agreement_history import AGREE, CLUSTER, DIVERGE, SILENT, Segment
-from supervisor.status_board import BoardState
+from supervisor.status.board import BoardState
 
 WIDTH = 1000.0
 TICK_S = 600

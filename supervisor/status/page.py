@@ -5,7 +5,7 @@ not set); ``start`` starts the server and the gatherer threads; the supervisor
 loop calls ``publish`` each step, which only copies the children's status
 into the board (at most every PUBLISH_EVERY_S). Routes: ``/`` the page,
 ``/fragment`` its live part, ``/status.json`` the same as data, ``/keys`` the
-disagreeing entries with a filter (``supervisor.status_keys``), ``/reports/audit``
+disagreeing entries with a filter (``supervisor.status.keys``), ``/reports/audit``
 and ``/reports/chaos`` the latest report files, ``/metrics`` the cluster's
 Prometheus metrics (``supervisor.metrics``).
 """
@@ -28,11 +28,11 @@ from cluster.core.errors import ConfigError
 from cluster.core.http_server import BoundedHTTPServer
 from supervisor.child import Child
 from supervisor.metrics import CONTENT_TYPE, SupervisorMetrics
-from supervisor.status_board import StatusBoard
-from supervisor.status_gather import GATHER_EVERY_S, Gatherer
-from supervisor.status_keys import keys_context, parse_filter
-from supervisor.status_templates import environment
-from supervisor.status_view import Header, context
+from supervisor.status.board import StatusBoard
+from supervisor.status.gather import GATHER_EVERY_S, Gatherer
+from supervisor.status.keys import keys_context, parse_filter
+from supervisor.status.templates import environment
+from supervisor.status.view import Header, context
 
 PUBLISH_EVERY_S = 0.2
 MAX_CONNECTIONS = 32

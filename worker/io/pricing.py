@@ -11,8 +11,8 @@ every route change) stays priced near its expensive runs. A frame's size adds a 
 (``HEAVY_CODES``) start at ``HEAVY_PRIOR_US`` until their first reply is seen: they
 run alone until measured.
 
-The price is what the fair queues charge a connection (``worker.fair_queue``) and
-what the credit windows bound in flight (``worker.dispatch``).
+The price is what the fair queues charge a connection (``worker.io.fair_queue``) and
+what the credit windows bound in flight (``worker.io.dispatch``).
 
 Pure: time is measured elsewhere and passed in.
 """

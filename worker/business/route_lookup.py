@@ -20,8 +20,8 @@ from cluster.core.protocol.admin_bodies import ORDER_TOPIC_CONFIG
 from cluster.core.protocol.codes import V4_9_4, ResponseCode
 from cluster.core.protocol.command import RemotingCommand, response_to
 from state import kvconfig, nsconfig, queries
-from worker.context import NodeContext
-from worker.handler_kit import flag, jstr, ok
+from worker.business.context import NodeContext
+from worker.business.handler_kit import flag, jstr, ok
 
 ZONE_MODE = "__ZONE_MODE"
 ZONE_NAME = "__ZONE_NAME"

@@ -1,5 +1,5 @@
 """Request processors of a node following 5.x (``rocketmqVersion`` 5.5.0) where 5.5.0
-answers differently from 4.9.8 (`worker.processors` holds the others and the dispatch).
+answers differently from 4.9.8 (`worker.business.processors` holds the others and the dispatch).
 
 Header fields are read as 5.x reads them: a field a header class requires (``@CFNotNull``)
 is not checked at all (its check is swallowed), so a missing field is null and fails only
@@ -17,8 +17,8 @@ from cluster.core.protocol.codes import RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.lenient import loads_lenient
 from state import nsconfig, queries, route5
-from worker.context import NodeContext
-from worker.handler_kit import (
+from worker.business.context import NodeContext
+from worker.business.handler_kit import (
     MissingField,
     crc_ok,
     ok,

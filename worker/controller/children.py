@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.core.backoff import Backoff
-from worker.zygote import Zygote
+from worker.controller.zygote import Zygote
 
 log = logging.getLogger("pynamesrv.node")
 

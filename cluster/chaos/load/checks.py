@@ -34,8 +34,8 @@ from cluster.chaos.checkers import (
     _result,
 )
 from cluster.chaos.history import NEMESIS, RUNNER, Op
-from cluster.chaos.load_plan import LoadPlan
-from cluster.chaos.load_stats import ReadCounters, merged
+from cluster.chaos.load.plan import LoadPlan
+from cluster.chaos.load.stats import ReadCounters, merged
 
 # Faults on a node that may legitimately cost it brokers: the brokers' connections
 # closed (the node drops a broker whose channel closes, as Java's onChannelDestroy)

@@ -13,8 +13,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 from cluster.core.divergence import Difference
-from supervisor.status_board import BoardState
-from supervisor.status_view import clock, difference_row
+from supervisor.status.board import BoardState
+from supervisor.status.view import clock, difference_row
 
 LIMIT = 200
 MAX_FIELD = 200

@@ -39,8 +39,8 @@ from cluster.core.protocol.codes import RequestCode
 from cluster.core.protocol.command import RemotingCommand
 from state import nsconfig
 from state.store import Store
-from worker.acl_accounts import Accounts, AclFileError, parse_accounts
-from worker.acl_addresses import remote_host
+from worker.business.acl.accounts import Accounts, AclFileError, parse_accounts
+from worker.business.acl.addresses import remote_host
 from worker.limits import PeerEvents
 
 log = logging.getLogger("pynamesrv.acl")

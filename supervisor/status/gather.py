@@ -23,7 +23,7 @@ from cluster.core.divergence import Difference
 from cluster.core.divergence_watch import Watch
 from supervisor.broker_rows import BrokerBook
 from supervisor.report_finder import latest_reports
-from supervisor.status_board import Group, StatusBoard
+from supervisor.status.board import Group, StatusBoard
 
 GATHER_EVERY_S = 2.0
 NODE_DEADLINE_S = 1.5

@@ -1,7 +1,7 @@
 """Which business worker gets which request: fair queues, lanes, credit windows, liveness.
 
 Pure logic (no sockets, time passed in), used by the I/O worker. Requests wait in four
-queues, each fair per peer address and per connection (``worker.fair_queue``), in two
+queues, each fair per peer address and per connection (``worker.io.fair_queue``), in two
 lanes:
 
 * the read lane, for what changes nothing: ``routes`` (route lookups, code 105, the I/O
@@ -20,7 +20,7 @@ four times the second one's time while both are backlogged (route lookups before
 reads, brokers before other writes) and a class that waited starts level.
 
 Every request is priced by the business-pool time its code is expected to take
-(``worker.pricing``). A request is sent to a worker only while the worker's expected
+(``worker.io.pricing``). A request is sent to a worker only while the worker's expected
 work from this I/O worker stays within its class's limit (a costlier request goes
 alone) and it holds fewer than ``window`` requests: ``cost_window`` microseconds for
 every class but ``brokers``, whose limit is ``write_window`` (a niced write worker gets
@@ -43,8 +43,8 @@ from typing import Any, Protocol, cast
 
 from cluster.core.protocol.codes import RequestCode
 from cluster.core.protocol.peek import peek_code, without_body
-from worker.fair_queue import FairQueue
-from worker.pricing import Prices
+from worker.io.fair_queue import FairQueue
+from worker.io.pricing import Prices
 from worker.wire import LANE_ALL, LANE_READ
 
 RQ = RequestCode

@@ -1,6 +1,6 @@
 """Where an I/O worker's connections come from: the node's port (plain, or TLS as
 configured), or, for the large-frame worker, the connections other I/O workers hand over
-(``worker.handoff``)."""
+(``worker.io.handoff``)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from worker import tls
-from worker.handoff import bind_receiver, handoff_path, receive
-from worker.io_connection import Connection, IoConfig
+from worker.io import tls
+from worker.io.connection import Connection, IoConfig
+from worker.io.handoff import bind_receiver, handoff_path, receive
 
 if TYPE_CHECKING:
-    from worker.io_worker import Hub
+    from worker.io.hub import Hub
 
 log = logging.getLogger("pynamesrv.io")
 

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, cast
 
 from cluster.core.protocol.frame import FrameError, FrameReader, FrameTooLarge
 from worker import limits, wire
-from worker.proxy_protocol import Prelude, ProxyError
+from worker.io.proxy_protocol import Prelude, ProxyError
 
 if TYPE_CHECKING:
-    from worker.io_worker import Hub
+    from worker.io.hub import Hub
 
 log = logging.getLogger("pynamesrv.io")
 
@@ -75,7 +75,7 @@ class Connection(asyncio.BufferedProtocol):
     def __init__(self, hub: Hub, initial: bytes = b"") -> None:
         self.hub = hub
         self._initial = initial  # bytes read by the worker that handed this connection over
-        self.handed_off = False  # passed to the large-frame worker (worker.handoff)
+        self.handed_off = False  # passed to the large-frame worker (worker.io.handoff)
         self.adopted = bool(initial)  # handed to this worker by another
         self.reader = FrameReader(hub.cfg.frame_max, hub.cfg.header_max)
         self.conn_id = b""
@@ -154,7 +154,7 @@ class Connection(asyncio.BufferedProtocol):
         self.hub.on_frames(self, frames)
 
     def _through_prelude(self, data: bytes) -> bool:
-        """Pass the first bytes through the PROXY protocol detection (``worker.proxy_protocol``);
+        """Pass the first bytes through the PROXY protocol detection (``worker.io.proxy_protocol``);
         True once it is done (it feeds what follows the header itself)."""
         assert self._prelude is not None
         try:

@@ -1,0 +1,3 @@
+"""``pynamesrv chaos run --load``: production load beside the faults: ``plan``, ``gen``
+(the load generator), ``reads``, ``stats``, ``checks`` and ``run``.
+"""
