@@ -304,3 +304,14 @@ def test_a_deflated_body_is_compressed_whatever_the_header_says() -> None:
     got = register_body.decode_register_body(deflated, register_body.is_compressed(
         False, deflated), 513)
     assert got.data_version == dv and set(got.topic_configs) == {"T"}
+
+
+def test_static_topics_are_read_from_a_body_in_shared_memory_too() -> None:
+    from cluster.core.protocol.mapping_body import plain_mappings
+
+    body = (b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,'
+            b'"stateVersion":0,"timestamp":3},"topicConfigTable":{},"topicQueueMappingInfoMap":'
+            b'{"T":{"bname":"b","currIdMap":{"0":0},"epoch":1,"topic":"T","totalQueues":1}}}}')
+    infos = plain_mappings(body)
+    assert infos["T"]["bname"] == "b" and infos["T"]["totalQueues"] == 1
+    assert plain_mappings(memoryview(body)) == infos  # a large frame arrives as a view

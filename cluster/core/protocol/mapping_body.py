@@ -47,9 +47,11 @@ def mapping_info(obj: Any) -> dict[str, Any]:
 def plain_mappings(body: bytes | memoryview | None) -> dict[str, dict[str, Any]]:
     """topic → info of a plain JSON RegisterBrokerBody (none when it has no static topics;
     the body is parsed again only when it names some)."""
-    if not body or _KEY not in body:
+    if not body:
         return {}
-    raw = bytes(body)
+    raw = body if type(body) is bytes else bytes(body)  # `in` on a memoryview compares ints
+    if _KEY not in raw:
+        return {}
     at = raw.index(_KEY) + len(_KEY)
     if raw[at:at + 3] == b":{}":
         return {}
