@@ -27,7 +27,8 @@ from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import encode_command
 from tests.nodeproc import Conn, NodeProcess
 
-pytestmark = pytest.mark.integration
+# serial: how long other clients wait during a flood assumes the machine to itself
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 FLOOD_S = 3.0
 EXPIRY_MS = 3000
