@@ -239,24 +239,24 @@ def get_unit_topic_list(ctx: NodeContext, cmd: RemotingCommand, channel: str, pe
 
 # ---------------------------------------------------------------- admin writes
 
-def wipe_write_perm(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
-                    ) -> RemotingCommand:
+def _change_write_perm(ctx: NodeContext, cmd: RemotingCommand, add: bool, answer: str
+                       ) -> RemotingCommand:
     name = cmd.field("brokerName")  # Java counts the topics of a null name: none
     count = 0
     if name is not None:
         with ctx.store.write() as t:
-            count = route.change_write_perm(t, name, add=False)
-    return ok(cmd, {"wipeTopicCount": str(count)})
+            count = route.change_write_perm(t, name, add=add)
+    return ok(cmd, {answer: str(count)})
+
+
+def wipe_write_perm(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
+                    ) -> RemotingCommand:
+    return _change_write_perm(ctx, cmd, False, "wipeTopicCount")
 
 
 def add_write_perm(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str
                    ) -> RemotingCommand:
-    name = cmd.field("brokerName")
-    count = 0
-    if name is not None:
-        with ctx.store.write() as t:
-            count = route.change_write_perm(t, name, add=True)
-    return ok(cmd, {"addTopicCount": str(count)})
+    return _change_write_perm(ctx, cmd, True, "addTopicCount")
 
 
 def delete_topic(ctx: NodeContext, cmd: RemotingCommand, channel: str, peer: str

@@ -47,12 +47,7 @@ def loads_lenient(data: bytes | str) -> Any:
     try:
         return orjson.loads(quote_bare_keys(raw))
     except orjson.JSONDecodeError as exc:
-        first_error = exc
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"not JSON (even leniently): {first_error}") from None
-    return _Parser(text).document()
+        return _parse(raw, exc, fastjson2=False)
 
 
 def loads_fastjson2(data: bytes | str) -> Any:
@@ -63,12 +58,16 @@ def loads_fastjson2(data: bytes | str) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        first_error = exc
+        return _parse(raw, exc, fastjson2=True)
+
+
+def _parse(raw: bytes, first_error: orjson.JSONDecodeError, fastjson2: bool) -> Any:
+    """The lenient parser, once orjson refused ``raw`` (``first_error``)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"not JSON (even leniently): {first_error}") from None
-    return _Parser(text, fastjson2=True).document()
+    return _Parser(text, fastjson2=fastjson2).document()
 
 
 def _join_surrogates(s: str) -> str:
