@@ -16,7 +16,7 @@ from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from tests.conftest import Reaper
 from tests.integration.test_node import kv_get, kv_put, register, route
-from tests.nodeproc import Conn, ShellStartedNode
+from tests.nodeproc import TEST_RELEASE, Conn, ShellStartedNode
 
 pytestmark = pytest.mark.soak
 
@@ -77,7 +77,9 @@ class Trickle:
 
 
 def test_trickle_with_idle_gaps(tmp_path: Path, reaper: Reaper, soak_seconds: float) -> None:
-    node = ShellStartedNode(tmp_path / "n").start()
+    config = tmp_path / "namesrv.properties"  # single-topic registrations, as 4.9.8 takes them
+    config.write_text(f"rocketmqVersion={TEST_RELEASE}\n")
+    node = ShellStartedNode(tmp_path / "n", None, "--config", str(config)).start()
     reaper.track_pgid(node.pgid)
     rng = random.Random(SEED)
     trickle = Trickle(node.addr, rng)
