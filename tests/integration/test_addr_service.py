@@ -176,25 +176,10 @@ def test_reload_adds_and_removes_nodes_and_the_lists_follow(tmp_path: Path,
                                            addrs=[addr["n3"]]).all_ok
             poll_until(lambda: listed(base) == sorted(addr.values()), 10, 0.05, "n3 joined")
 
-            # a node SIGKILLed and restarted by the supervisor leaves the list and comes back
-            # once it agrees: with its routes kept, at once (nothing here registers again)
-            killed = client.node_status("n2")["pid"]
-            assert _cli(path, "kill", "n2").returncode == 0
-            poll_until(lambda: addr["n2"] not in listed(base), 10, 0.05, "killed n2 unlisted")
-            poll_until(lambda: (n := client.node_status("n2"))["pid"] != killed
-                       and n["state"] == "running", 60, 0.1, "n2 restarted")
-            poll_until(lambda: listed(base) == sorted(addr.values()), 10, 0.05, "n2 back")
-            assert nodes(base)["n2"]["read"] == "digest"  # the dropped connection changed nothing
-
+            _killed_node_leaves_and_returns(path, base, addr, client)
             del ports["n1"]
             path.write_text(_yaml(control, addr_port, ports))
-            out = _cli(path, "reload")
-            assert "removed n1" in out.stdout, out.stdout + out.stderr
-            poll_until(lambda: listed(base) == sorted([addr["n2"], addr["n3"]]), 10, 0.05,
-                       "n1 unlisted")
-            poll_until(lambda: [n["name"] for n in client.status()] == ["n2", "n3"], 30, 0.1,
-                       "n1 forgotten")
-            assert listed(base, "-brokers") == sorted([addr["n2"], addr["n3"]])
+            _removed_node_leaves(path, base, addr, client)
 
             assert _cli(path, "stop", "n2").returncode == 0
             poll_until(lambda: listed(base) == [addr["n3"]], 10, 0.05, "stopped n2 unlisted")
@@ -208,3 +193,28 @@ def test_reload_adds_and_removes_nodes_and_the_lists_follow(tmp_path: Path,
     finally:
         client.close()
         log.close()
+
+
+def _killed_node_leaves_and_returns(path: Path, base: str, addr: dict[str, str],
+                                    client: ControlClient) -> None:
+    """A node SIGKILLed and restarted by the supervisor leaves the list and comes back once it
+    agrees: with its routes kept, at once (nothing here registers again)."""
+    killed = client.node_status("n2")["pid"]
+    assert _cli(path, "kill", "n2").returncode == 0
+    poll_until(lambda: addr["n2"] not in listed(base), 10, 0.05, "killed n2 unlisted")
+    poll_until(lambda: (n := client.node_status("n2"))["pid"] != killed
+               and n["state"] == "running", 60, 0.1, "n2 restarted")
+    poll_until(lambda: listed(base) == sorted(addr.values()), 10, 0.05, "n2 back")
+    assert nodes(base)["n2"]["read"] == "digest"  # the dropped connection changed nothing
+
+
+def _removed_node_leaves(path: Path, base: str, addr: dict[str, str],
+                         client: ControlClient) -> None:
+    """n1 taken out of the cluster file: a reload unlists it and the supervisor forgets it."""
+    out = _cli(path, "reload")
+    assert "removed n1" in out.stdout, out.stdout + out.stderr
+    poll_until(lambda: listed(base) == sorted([addr["n2"], addr["n3"]]), 10, 0.05,
+               "n1 unlisted")
+    poll_until(lambda: [n["name"] for n in client.status()] == ["n2", "n3"], 30, 0.1,
+               "n1 forgotten")
+    assert listed(base, "-brokers") == sorted([addr["n2"], addr["n3"]])

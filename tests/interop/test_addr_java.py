@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,16 +160,7 @@ def test_java_broker_and_clients_follow_the_address_service(
     c = cluster
     domain = f"-Drocketmq.namesrv.domain=127.0.0.1:{c.addr_port}"
     poll_until(lambda: c.listed() == sorted(c.addr.values()), 90, 0.2, "both nodes listed")
-    broker = JavaBroker(tmp_path / "broker", "", BROKER, "C1", 0, free_broker_port(set()),
-                        heap="384m", release=RELEASE_5,
-                        settings={"fetchNamesrvAddrByAddressServer": "true",
-                                  "fetchNamesrvAddrInterval": "1000",
-                                  "registerNameServerPeriod": "10000"},
-                        jvm_options=[domain,
-                                     "-Drocketmq.namesrv.domain.subgroup=nsaddr-brokers"])
-    broker.start()
-    assert broker.proc is not None
-    reaper.track_pgid(broker.proc.pid)
+    broker = _broker_of_the_address_service(tmp_path / "broker", domain, reaper)
     reader = ClusterReader({}, ReadLimits(timeout_s=3.0))
 
     def has(node: str, topic: str | None = None) -> bool:
@@ -189,15 +180,7 @@ def test_java_broker_and_clients_follow_the_address_service(
         poll_until(lambda: has("n1", TOPIC) and has("n2", TOPIC), 60, 0.5, "the topic routed")
         assert c.kv("n1", "n2").returncode == 0  # the cluster's KV: an order topic's layout
 
-        # n3 is added: the brokers register with it; it lacks the KV entry (nodes never copy
-        # KV), so it differs from the majority and is not in the clients' list yet
-        c.ports["n3"] = free_port()
-        c.write()
-        out = c.cli("reload")
-        assert out.returncode == 0 and "added n3" in out.stdout, out.stdout + out.stderr
-        poll_until(lambda: has("n3", TOPIC), 60, 0.5, "the broker registered with n3")
-        assert c.listed() == sorted([c.addr["n1"], c.addr["n2"]])
-        assert c.listed("nsaddr-brokers") == sorted(c.addr.values())
+        _add_n3(c, lambda: has("n3", TOPIC))
 
         classes = compiled(java_classes, RELEASE_5, tmp_path_factory)
         argv = java_client_argv("AddrClient", classes, tmp_path / "client", TOPIC,
@@ -226,3 +209,30 @@ def test_java_broker_and_clients_follow_the_address_service(
     finally:
         reader.close()
         broker.stop()
+
+
+def _broker_of_the_address_service(home: Path, domain: str, reaper: Reaper) -> JavaBroker:
+    """A 5.x broker that takes its NameServers from the address service's brokers' list."""
+    broker = JavaBroker(home, "", BROKER, "C1", 0, free_broker_port(set()),
+                        heap="384m", release=RELEASE_5,
+                        settings={"fetchNamesrvAddrByAddressServer": "true",
+                                  "fetchNamesrvAddrInterval": "1000",
+                                  "registerNameServerPeriod": "10000"},
+                        jvm_options=[domain,
+                                     "-Drocketmq.namesrv.domain.subgroup=nsaddr-brokers"])
+    broker.start()
+    assert broker.proc is not None
+    reaper.track_pgid(broker.proc.pid)
+    return broker
+
+
+def _add_n3(c: Cluster, registered: Callable[[], bool]) -> None:
+    """n3 is added: the brokers register with it; it lacks the KV entry (nodes never copy
+    KV), so it differs from the majority and is not in the clients' list yet."""
+    c.ports["n3"] = free_port()
+    c.write()
+    out = c.cli("reload")
+    assert out.returncode == 0 and "added n3" in out.stdout, out.stdout + out.stderr
+    poll_until(registered, 60, 0.5, "the broker registered with n3")
+    assert c.listed() == sorted([c.addr["n1"], c.addr["n2"]])
+    assert c.listed("nsaddr-brokers") == sorted(c.addr.values())
