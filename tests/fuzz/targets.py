@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from cluster.client.admin_requests import decode_member_group
-from cluster.core.protocol import admin_bodies, body_common, register_body, route_bodies
+from cluster.core.protocol import (
+    admin_bodies,
+    body_common,
+    register_body,
+    register_scan,
+    route_bodies,
+)
 from cluster.core.protocol.body_common import BodyError
 from cluster.core.protocol.codes import LANGUAGES, SerializeType
 from cluster.core.protocol.command import RemotingCommand
@@ -182,7 +188,7 @@ def run_body_decoders(body: bytes | None, compressed: bool | None = None,
                 register_body.register_head, body, flag, version, now_ms=NOW_MS))
             if head is not None and body is not None:
                 guard("topic_table_digest", (),
-                      partial(register_body.topic_table_digest, body, head))
+                      partial(register_scan.topic_table_digest, body, head))
     for name, decoder in BODY_DECODERS:
         guard(name, be, partial(decoder, body))
     if body:

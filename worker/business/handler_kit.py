@@ -105,6 +105,6 @@ def registration_body(cmd: RemotingCommand, now: int) -> BodyParts:
 def _lazy_table(body: bytes | memoryview, version: int, now: int, head: register_body.RegisterHead
                 ) -> TopicTable:
     return TopicTable.of_plain(register_scan.PlainTable(body, head, version, now),
-                                     lambda: register_body.topic_table_digest(body, head))
+                                     lambda: register_scan.topic_table_digest(body, head))
 
 

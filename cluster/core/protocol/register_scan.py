@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import itertools
 import operator
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import orjson
+import xxhash
 
 from cluster.core.protocol.register_body import (
     QueueFields,
@@ -372,3 +374,21 @@ def read_piece(piece: bytes, first: bool) -> Entry | None:
     ((key, cfg),) = obj.items()
     fields = plain_entry(key, cfg)
     return None if fields is None else (key, fields)
+
+
+# A 5.x broker writes its static topics' DataVersion after the topics' one; it is no part of
+# the topic table (and a tool may stamp it anew on every registration).
+_MAPPING_VERSION = re.compile(rb',"mappingDataVersion":\{[^{}]*\}')
+
+
+def topic_table_digest(body: bytes | memoryview, head: RegisterHead) -> str:
+    """Digest of the body after the head's DataVersion (and a 5.x mappingDataVersion): equal
+    digests, equal topic tables (and static-topic tables).
+
+    XXH3 (128 bits) reads a 1.5 MB table in 0.03 ms, SHA-256 in 0.8. It is no cryptographic
+    hash, and needs not be: digests are compared per broker name only, so a table made to
+    collide could only stand for that broker's own earlier table, which it may send anyway.
+    """
+    rest = memoryview(body)[head.table_offset :]
+    skip = _MAPPING_VERSION.match(rest)
+    return xxhash.xxh3_128_hexdigest(rest[skip.end() :] if skip else rest)
