@@ -37,7 +37,8 @@ if [ "$#" -gt 0 ]; then
 else
   jobs="${PYNAMESRV_TEST_JOBS:-2}"
   parallel=()
-  [ "$jobs" -gt 1 ] && parallel=(-n "$jobs" --dist loadfile)
+  # a module per process, the longest first (tests/conftest.py LONG_MODULES)
+  [ "$jobs" -gt 1 ] && parallel=(-n "$jobs" --dist loadfile --no-loadscope-reorder)
   .venv/bin/pytest -m "not ($SERIAL)" "${parallel[@]}" -p no:cacheprovider \
     --junitxml="$REPORT/junit-parallel.xml"
   first_rc=$?
