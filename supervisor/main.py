@@ -61,7 +61,7 @@ class Supervisor:
         self.ready_announced = False
         self._signals: list[int] = []
         self.server = ControlServer(cfg.control, lambda req: commands.dispatch(self, req))
-        self.status_page = _status_page(cfg)  # None unless supervisor.status_http is set
+        self.status_page: StatusPage | None = None  # opened by run(), when status_http is set
         self._wake_r, self._wake_w = os.pipe()
         for fd in (self._wake_r, self._wake_w):
             os.set_blocking(fd, False)
@@ -131,10 +131,8 @@ class Supervisor:
     def run(self, on_tick: Callable[[Supervisor], None] | None = None) -> int:
         """Run until shut down; 0 if the cluster was stopped on request, 1 if all nodes failed."""
         old = _install_signals(self._wake_w, self._on_signal)
-        if self.status_page is not None:
-            self.status_page.start()
-            self.events("status_page", url=self.status_page.url)
         try:
+            self._open_status_page()
             while not self._finished():
                 self._step()
                 if on_tick is not None:
@@ -148,6 +146,13 @@ class Supervisor:
             os.close(self._wake_r)
             os.close(self._wake_w)
         return 1 if self._all_failed() else 0
+
+    def _open_status_page(self) -> None:
+        """Opened once the nodes are spawned (``start_all``): its imports overlap their start."""
+        self.status_page = _status_page(self.cfg)
+        if self.status_page is not None:
+            self.status_page.start()
+            self.events("status_page", url=self.status_page.url)
 
     def _finished(self) -> bool:
         return self.shutting_down and not any(c.alive for c in self._children)
