@@ -89,21 +89,25 @@ def answers(port: int) -> bool:
     return b'"opaque":7' in data
 
 
-def tree_cpu_s(pid: int) -> float:
+def tree_cpu_s(pid: int, detail: bool = False) -> float:
     """CPU seconds (user + system) of ``pid`` and every descendant alive, and of the children
-    they reaped."""
+    they reaped; ``detail`` prints them per process."""
     root = psutil.Process(pid)
     total = 0.0
     for p in [root, *root.children(recursive=True)]:
         try:
             t = p.cpu_times()
+            name = p.name()
         except psutil.NoSuchProcess:
             continue
-        total += t.user + t.system + t.children_user + t.children_system
+        cpu = t.user + t.system + t.children_user + t.children_system
+        total += cpu
+        if detail:
+            print(f"  {p.pid:>7} {name:<16} {cpu:.2f} s")
     return total
 
 
-def one_run(pynamesrv: str, source: Path) -> tuple[float, float]:
+def one_run(pynamesrv: str, source: Path, detail: bool = False) -> tuple[float, float]:
     tmp = Path(tempfile.mkdtemp(prefix="bench-up-"))
     cfg, ports = private_copy(source, tmp)
     t0 = time.monotonic()
@@ -121,7 +125,7 @@ def one_run(pynamesrv: str, source: Path) -> tuple[float, float]:
                 raise SystemExit(f"{pynamesrv}: up exited before ready: {out.decode()}")
             out += chunk
         took = time.monotonic() - t0
-        cpu = tree_cpu_s(up.pid)
+        cpu = tree_cpu_s(up.pid, detail)
         silent = [p for p in ports if not answers(p)]
         if silent:
             raise SystemExit(f"{pynamesrv}: ready, but ports {silent} do not answer")
@@ -141,12 +145,13 @@ def main() -> int:
     ap.add_argument("pynamesrv", nargs="+", help="pynamesrv executables to compare")
     ap.add_argument("--runs", type=int, default=5, help="runs per executable (5)")
     ap.add_argument("-c", "--config", type=Path, default=ROOT / "cluster.yaml")
+    ap.add_argument("--detail", action="store_true", help="CPU time per process at ready")
     args = ap.parse_args()
     times: dict[str, list[float]] = {os.path.abspath(p): [] for p in args.pynamesrv}
     cpus: dict[str, list[float]] = {p: [] for p in times}
     for i in range(args.runs):
         for p in times:
-            took, cpu = one_run(p, args.config)
+            took, cpu = one_run(p, args.config, args.detail)
             times[p].append(took)
             cpus[p].append(cpu)
             print(f"run {i + 1} {p}: {took:.2f} s, cpu {cpu:.2f} s "
