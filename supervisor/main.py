@@ -51,7 +51,7 @@ def child_env() -> dict[str, str]:
 
 class Supervisor:
     def __init__(self, cfg: ClusterConfig, emit: Callable[..., None] | None = None,
-                 clock: Callable[[], float] = time.monotonic, launcher: bool = True) -> None:
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.cfg = cfg
         self.clock = clock
         self.events = emit or _log_event
@@ -62,8 +62,8 @@ class Supervisor:
         self.ready_announced = False
         self._signals: list[int] = []
         self.server = ControlServer(cfg.control, lambda req: commands.dispatch(self, req))
-        self.launcher = _launcher(cfg, self.events) if launcher else None
-        self.status_page: StatusPage | None = None  # opened by run(), when status_http is set
+        self.launcher = _launcher(cfg, self.events)  # first: its imports overlap the page's
+        self.status_page = _status_page(cfg)  # None unless supervisor.status_http is set
         self._wake_r, self._wake_w = os.pipe()
         for fd in (self._wake_r, self._wake_w):
             os.set_blocking(fd, False)
@@ -144,8 +144,10 @@ class Supervisor:
     def run(self, on_tick: Callable[[Supervisor], None] | None = None) -> int:
         """Run until shut down; 0 if the cluster was stopped on request, 1 if all nodes failed."""
         old = _install_signals(self._wake_w, self._on_signal)
+        if self.status_page is not None:
+            self.status_page.start()
+            self.events("status_page", url=self.status_page.url)
         try:
-            self._open_status_page()
             while not self._finished():
                 self._step()
                 if on_tick is not None:
@@ -161,13 +163,6 @@ class Supervisor:
             os.close(self._wake_r)
             os.close(self._wake_w)
         return 1 if self._all_failed() else 0
-
-    def _open_status_page(self) -> None:
-        """Opened once the nodes are spawned (``start_all``): its imports overlap their start."""
-        self.status_page = _status_page(self.cfg)
-        if self.status_page is not None:
-            self.status_page.start()
-            self.events("status_page", url=self.status_page.url)
 
     def _finished(self) -> bool:
         return self.shutting_down and not any(c.alive for c in self._children)
