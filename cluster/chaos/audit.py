@@ -5,7 +5,8 @@ row files and ``manifest.json`` that ``pynamesrv audit collect`` writes, in
 the run's ``audit/`` directory. ``run_audit`` runs ``pynamesrv audit run`` on
 it in a child process of its own session (Spark's JVM stays out of the
 harness) and turns the verdict into the outcome and value of the ``audit``
-history record.
+history record. Another ``AuditJob`` may run the same command, e.g. on a Spark
+session kept between runs.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,9 +71,19 @@ class AuditInput:
         return self._writer.manifest.rounds
 
 
-def audit_command(audit_dir: Path) -> list[str]:
+# Runs ``pynamesrv`` with ``audit_args`` within a timeout (s): (exit code or None on
+# timeout, its output).
+AuditJob = Callable[[Sequence[str], float], tuple[int | None, str]]
+
+
+def audit_args(audit_dir: Path) -> list[str]:
+    """The ``pynamesrv`` arguments of the audit of ``audit_dir``, its report written there."""
     path = str(audit_dir.resolve())
-    return [sys.executable, "-m", "cluster.cli", "audit", "run", path, "--report-dir", path]
+    return ["audit", "run", path, "--report-dir", path]
+
+
+def pynamesrv_command(args: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "cluster.cli", *args]
 
 
 def _tail(text: str) -> str:
@@ -100,9 +111,10 @@ def _end_group(pgid: int, within_s: float) -> None:
     _kill_group(pgid)
 
 
-def _run_job(audit_dir: Path, timeout_s: float) -> tuple[int | None, str]:
-    """(exit code or None on timeout, combined output) of the audit job's process."""
-    proc = subprocess.Popen(audit_command(audit_dir), stdout=subprocess.PIPE,
+def job_process(args: Sequence[str], timeout_s: float) -> tuple[int | None, str]:
+    """The ``AuditJob`` of a ``pynamesrv`` process of its own: (exit code or None on
+    timeout, combined output)."""
+    proc = subprocess.Popen(pynamesrv_command(args), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=timeout_s)
@@ -136,13 +148,14 @@ def verdict_value(report_path: Path, code: int) -> tuple[str, dict[str, Any]]:
     return ("ok" if holds and code == 0 else "fail"), value
 
 
-def run_audit(audit_dir: Path, timeout_s: float = AUDIT_TIMEOUT_S) -> tuple[str, dict[str, Any]]:
+def run_audit(audit_dir: Path, timeout_s: float = AUDIT_TIMEOUT_S,
+              job: AuditJob = job_process) -> tuple[str, dict[str, Any]]:
     """Run the audit job on ``audit_dir``; any failure to get a verdict is ``fail`` with why."""
     report_path = audit_dir / REPORT_JSON
     report_path.unlink(missing_ok=True)
     started = time.monotonic()
     try:
-        code, out = _run_job(audit_dir, timeout_s)
+        code, out = job(audit_args(audit_dir), timeout_s)
     except OSError as exc:
         return "fail", {"error": f"cannot start the audit: {type(exc).__name__}: {exc}"}
     took = round(time.monotonic() - started, 2)

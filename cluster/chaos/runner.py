@@ -26,7 +26,7 @@ import orjson
 from cluster.audit.reader import ClusterReader, Kind, ReadLimits
 from cluster.audit.rows import BoundInputs
 from cluster.chaos.all_checks import run_checks
-from cluster.chaos.audit import AUDIT_DIR, AuditInput, run_audit
+from cluster.chaos.audit import AUDIT_DIR, AuditInput, AuditJob, job_process, run_audit
 from cluster.chaos.checkers import CheckConfig, CheckResult, HistoryView
 from cluster.chaos.cluster_file import planned_cluster, write_run_cluster
 from cluster.chaos.cluster_proc import ClusterProcess, ProcessTracker
@@ -62,6 +62,7 @@ class ChaosOptions:
     timing: Timing | None = None
     audit: bool = True
     load: LoadPlan | None = None
+    audit_job: AuditJob = job_process  # how the audit's ``pynamesrv audit run`` is run
 
 
 @dataclass
@@ -405,7 +406,7 @@ class ChaosRun:
                   f"in {self.audit_input.out_dir}")
         start = self.history.now()
         try:
-            outcome, value = run_audit(self.audit_input.out_dir)
+            outcome, value = run_audit(self.audit_input.out_dir, job=self.opts.audit_job)
         except KeyboardInterrupt:
             report.interrupted = True
             self.history.record(RUNNER, "audit", None, "fail", {"error": "interrupted"}, start)

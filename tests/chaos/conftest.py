@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.chaos.audit_worker import AuditWorker
 from tests.conftest import Reaper
 
 FAST_SETTINGS = {"scanNotActiveBrokerInterval": 1000, "brokerChannelExpiredTime": 6000,
@@ -47,3 +48,15 @@ def chaos_reaper(tmp_path: Path) -> Iterator[Reaper]:
     r.track_marker(str(tmp_path))
     yield r
     r.reap()
+
+
+@pytest.fixture(scope="session")
+def audit_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuditWorker]:
+    """The audits of the session's chaos runs on one Spark session, started at once."""
+    reaper = Reaper()
+    worker = AuditWorker(reaper, tmp_path_factory.mktemp("audit-worker") / "worker.log")
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        reaper.reap()

@@ -12,7 +12,7 @@ import orjson
 import psutil
 import pytest
 
-from cluster.chaos.audit import REPORT_JSON
+from cluster.chaos.audit import REPORT_JSON, AuditJob, job_process
 from cluster.chaos.checkers import CheckResult
 from cluster.chaos.history import NEMESIS, read_history
 from cluster.chaos.runner import ChaosOptions, ChaosReport, run_chaos
@@ -36,11 +36,13 @@ def processes_under(marker: str) -> list[int]:
 
 
 def run(tmp: Path, scenario: str, seed: int, duration: float, cluster: Path,
-        timing: Timing | None = None, audit: bool = True) -> ChaosReport:
+        timing: Timing | None = None, audit: bool = True,
+        audit_job: AuditJob = job_process) -> ChaosReport:
     print(f"\nchaos scenario={scenario} seed={seed} duration={duration}s audit={audit}")
     out = tmp / f"out-{scenario}-{seed}"
     report = run_chaos(ChaosOptions(scenario, seed, duration, out, str(cluster),
-                                    timing=timing, echo=print, audit=audit))
+                                    timing=timing, echo=print, audit=audit,
+                                    audit_job=audit_job))
     assert processes_under(str(tmp)) == []
     return report
 
@@ -87,9 +89,11 @@ def assert_passed(report: ChaosReport, audit: bool) -> None:
 
 
 # The audit (a Spark job, ~10-30 s on two cores) runs in the broker-crash and mixed scenarios
-# and in test_node_that_never_expires_brokers_is_caught. Each duration is the shortest that
-# keeps its seed's schedule: a longer run only adds quiet time after the last heal (with
-# FAST, broker-crash's second crash needs 43 s; 28 s holds the same crash and unregister).
+# and in test_node_that_never_expires_brokers_is_caught, on the session's ``audit_job``
+# (one Spark session for them all; test_load runs it as a process of its own). Each
+# duration is the shortest that keeps its seed's schedule: a longer run only adds quiet
+# time after the last heal (with FAST, broker-crash's second crash needs 43 s; 28 s holds
+# the same crash and unregister).
 @pytest.mark.parametrize(("scenario", "seed", "duration", "audit"), [
     ("pause-node", 11, 27, False),
     ("partition-one-node", 12, 36, False),
@@ -100,9 +104,10 @@ def assert_passed(report: ChaosReport, audit: bool) -> None:
     ("random", 18, 40, False),
 ])
 def test_scenario_passes(tmp_path: Path, port_factory: Any, chaos_reaper: Reaper,
-                         scenario: str, seed: int, duration: float, audit: bool) -> None:
+                         audit_job: AuditJob, scenario: str, seed: int, duration: float,
+                         audit: bool) -> None:
     cluster = write_cluster(tmp_path, port_factory)
-    report = run(tmp_path, scenario, seed, duration, cluster, FAST, audit)
+    report = run(tmp_path, scenario, seed, duration, cluster, FAST, audit, audit_job)
     assert_passed(report, audit)
 
 
@@ -129,10 +134,11 @@ def test_the_cli_runs_kill_restart_on_a_cluster_of_its_own(tmp_path: Path,
 
 
 def test_node_that_never_expires_brokers_is_caught(tmp_path: Path, port_factory: Any,
-                                                   chaos_reaper: Reaper) -> None:
+                                                   chaos_reaper: Reaper,
+                                                   audit_job: AuditJob) -> None:
     lazy = {"n2": {"brokerChannelExpiredTime": 3_600_000}}
     cluster = write_cluster(tmp_path, port_factory, overrides=lazy)
-    report = run(tmp_path, "broker-crash", 13, 28, cluster, FAST)
+    report = run(tmp_path, "broker-crash", 13, 28, cluster, FAST, audit_job=audit_job)
     failed = failures(report)
     assert set(failed) == {"crashed_broker_expires"}, failed
     assert {ev["node"] for ev in failed["crashed_broker_expires"]} == {"n2"}

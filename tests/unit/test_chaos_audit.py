@@ -180,7 +180,8 @@ def test_audit_that_hangs_is_killed_with_its_group(tmp_path: Path,
     script = (f"import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', "
               f"'import time; time.sleep(60)']); open({str(marker)!r}, 'w').write(str(p.pid)); "
               "time.sleep(60)")
-    monkeypatch.setattr(chaos_audit, "audit_command", lambda d: [sys.executable, "-c", script])
+    monkeypatch.setattr(chaos_audit, "pynamesrv_command",
+                        lambda args: [sys.executable, "-c", script])
     outcome, value = run_audit(tmp_path, timeout_s=3)
     assert outcome == "fail" and "timed out" in value["error"]
     child = int(marker.read_text())
