@@ -33,6 +33,7 @@ from state.store import (
     Txn,
     dumps,
 )
+from state.topicsets import key_of
 
 
 class TopicTable:
@@ -239,23 +240,29 @@ def _apply_queues(t: Txn, name: str, queues: Mapping[str, QueueFields]) -> None:
     A topic's value ({brokerName: QueueData}, as `dumps` writes it) is edited as bytes:
     `name`'s entry replaced where it stands or added at the end, exactly where decoding,
     assigning and encoding would put it, but without decoding the entries of the other
-    brokers (a topic that 150 brokers carry is 13 KB: decoding and encoding it for each
-    broker's registration made registering a cluster quadratic)."""
+    brokers. Topics that share a value (`state.topicsets`) share its edit, made once."""
     head = dumps(name)
     entry_head = head + b':{"brokerName":' + head + b","
     entries: dict[QueueFields, bytes] = {}
+    edits: dict[tuple[bytes | None, QueueFields], tuple[bytes, bytes] | bool] = {}
     for topic, fields in queues.items():
-        entry = entries.get(fields)
-        if entry is None:
-            entry = entries[fields] = entry_head + _ENTRY_FIELDS % fields
-        raw = t.get_raw("topic", topic)
-        new = _with_entry(raw, head, entry_head, entry)
-        if new is None:  # not in the form expected: decode it
+        ref = t.topics.ref(topic.encode())
+        edit = edits.get((ref, fields))
+        if edit is None:
+            entry = entries.get(fields)
+            if entry is None:
+                entry = entries[fields] = entry_head + _ENTRY_FIELDS % fields
+            raw = None if ref is None else t.topics.value(ref)
+            new = _with_entry(raw, head, entry_head, entry)
+            edit = edits[(ref, fields)] = (
+                _DECODE if new is None else _HELD if new is raw else (new, key_of(new)))
+        if isinstance(edit, tuple):
+            t.put_topic_ref(topic, *edit)
+        elif edit is _DECODE:  # not in the form expected: decode it
             _apply_decoded(t, name, topic, fields)
-        elif new is not raw:
-            t.put_raw("topic", topic, new, registering=True, differs=True)
 
 
+_DECODE, _HELD = True, False  # the outcomes of an edit besides a new value and its key
 _ENTRY_FIELDS = b'"perm":%d,"readQueueNums":%d,"topicSysFlag":%d,"writeQueueNums":%d}'
 _ENTRY_TAIL = re.compile(rb'"perm":-?\d+,"readQueueNums":-?\d+,"topicSysFlag":-?\d+,'
                          rb'"writeQueueNums":-?\d+}')
