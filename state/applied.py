@@ -115,6 +115,16 @@ def already_applied(t: Txn, name: str, table: TopicTable) -> bool:
     return stored is not None and table.digest() == stored
 
 
+def topic_count(t: Txn, name: str, table: TopicTable) -> int:
+    """How many topics `table` holds; not decoded when it is the table `name` applied last
+    (its records then hold exactly its topics): a slave registers its master's table."""
+    if already_applied(t, name, table):
+        known = last_applied_queues(t, name)
+        if known is not None:
+            return len(known)
+    return len(table.queues())
+
+
 def apply_topic_table(t: Txn, name: str, table: TopicTable) -> None:
     if already_applied(t, name, table):
         return

@@ -42,6 +42,7 @@ from state.applied import (
     apply_topic_table,
     forget_applied,
     put_missing_queues,
+    topic_count,
 )
 from state.route import (
     PERM_WRITE,
@@ -103,7 +104,7 @@ def register_broker(t: Txn, reg: Registration, now: int, delete_missing: bool = 
         _put_broker_data(t, bd, created)
         live.remove(t, live.key(reg.cluster, reg.addr, True))
         return {}
-    if bid not in addrs and len(reg.table.queues()) == 1:
+    if bid not in addrs and topic_count(t, reg.name, reg.table) == 1:
         _put_broker_data(t, bd, created)
         return None
     first = created or not addrs.get(bid)
