@@ -336,9 +336,15 @@ def put_missing_queues(t: Txn, name: str, queues: Mapping[str, QueueFields],
     lack `name` get its QueueData (`read_only`: without write permission). The records
     stay as they are (each topic in them holds `name` already)."""
     known = last_applied_queues(t, name) or {}
+    holds: dict[bytes, bool] = {}  # whether a value holds `name`, by its key
     missing = {}
     for topic, (perm, read, flag, write) in queues.items():
-        if topic not in known and name not in (t.get("topic", topic) or {}):
+        if topic in known:
+            continue
+        ref = t.topics.ref(topic.encode())
+        if ref is not None and ref not in holds:
+            holds[ref] = name in orjson.loads(t.topics.value(ref))
+        if ref is None or not holds[ref]:
             missing[topic] = (perm & ~PERM_WRITE if read_only else perm, read, flag, write)
     _apply_queues(t, name, missing)
 

@@ -12,7 +12,7 @@ import pytest
 
 from state import applied
 from state.store import APPLIED, Store, Txn
-from state.topicsets import REFS, SETS, TopicSetError, key_of
+from state.topicsets import REFS, SETS, TopicSetError, TopicSets, key_of
 
 
 @pytest.fixture()
@@ -160,3 +160,24 @@ def _random_edit(t: Txn, rng: random.Random, model: dict[str, dict[str, Any]]) -
         qmap = {f"b{i}": qd(f"b{i}", queues=rng.choice((4, 8))) for i in range(rng.randrange(1, 3))}
         t.put("topic", topic, qmap)
         model[topic] = qmap
+
+
+def test_missing_queues_read_each_shared_value_once(store: Store,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A master registering again after a restart (its applied records forgotten, same
+    DataVersion): whether each topic lacks it is read once per shared value."""
+    topics = {f"T{i}": (6, 8, 0, 8) for i in range(100)}
+    with store.write() as t:
+        for name in ("a", "b"):
+            applied._apply_queues(t, name, topics)
+        t.put("topic", "T5", {"b": qd("b")})  # "a" lacks one topic
+    reads: list[bytes] = []
+    value = TopicSets.value
+    monkeypatch.setattr(TopicSets, "value", lambda self, ref: reads.append(ref) or value(
+        self, ref))
+    with store.write() as t:
+        applied.put_missing_queues(t, "a", topics)
+    assert len(reads) == 2 + 1  # the two values read, then T5's edited value
+    with store.read() as t:
+        assert list(t.get("topic", "T5")) == ["b", "a"] and len(t.get("topic", "T6")) == 2
+    assert_counts_match(store)
