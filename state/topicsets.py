@@ -28,6 +28,7 @@ TOPIC = "topic"
 SETS = "topic_sets"
 REFS = "topic_refs"
 LAYOUT = (SETS, REFS)  # the store's tables besides its named ones (`state.store.TABLES`)
+VALUES_KEPT = 4096  # distinct values an iteration over the table remembers
 
 
 def key_of(raw: bytes) -> bytes:
@@ -96,6 +97,8 @@ class TopicSets:
                 ref = bytes(ref)
                 raw = values.get(ref)
                 if raw is None:
+                    if len(values) >= VALUES_KEPT:
+                        values.clear()
                     raw = values[ref] = self.value(ref)
                 yield bytes(topic), raw
 

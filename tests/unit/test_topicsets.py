@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from state import applied
+from state import applied, route
 from state.store import APPLIED, Store, Txn
 from state.topicsets import REFS, SETS, TopicSetError, TopicSets, key_of
 
@@ -180,4 +180,17 @@ def test_missing_queues_read_each_shared_value_once(store: Store,
     assert len(reads) == 2 + 1  # the two values read, then T5's edited value
     with store.read() as t:
         assert list(t.get("topic", "T5")) == ["b", "a"] and len(t.get("topic", "T6")) == 2
+    assert_counts_match(store)
+
+
+def test_brokers_leaving_shared_topics_edit_each_value_once(store: Store) -> None:
+    with store.write() as t:
+        for name in ("a", "b", "c"):
+            applied._apply_queues(t, name, {f"T{i}": (6, 8, 0, 8) for i in range(50)})
+        applied._apply_queues(t, "a", {"Only-a": (6, 8, 0, 8)})
+    with store.write() as t:
+        route.remove_queue_datas(t, {"a", "c"})
+    with store.read() as t:
+        assert dict(t.items("topic")) == {f"T{i}": {"b": qd("b")} for i in range(50)}
+    assert len(layout(store)[0]) == 1
     assert_counts_match(store)
