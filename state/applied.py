@@ -255,8 +255,10 @@ def _apply_queues(t: Txn, name: str, queues: Mapping[str, QueueFields]) -> None:
     entry_head = head + b':{"brokerName":' + head + b","
     entries: dict[QueueFields, bytes] = {}
     edits: dict[tuple[bytes | None, QueueFields], tuple[bytes, bytes] | bool] = {}
+    changes = []
     for topic, fields in queues.items():
-        ref = t.topics.ref(topic.encode())
+        key = topic.encode()
+        ref = t.topics.ref(key)
         edit = edits.get((ref, fields))
         if edit is None:
             entry = entries.get(fields)
@@ -267,9 +269,10 @@ def _apply_queues(t: Txn, name: str, queues: Mapping[str, QueueFields]) -> None:
             edit = edits[(ref, fields)] = (
                 _DECODE if new is None else _HELD if new is raw else (new, key_of(new)))
         if isinstance(edit, tuple):
-            t.put_topic_ref(topic, *edit)
+            changes.append((key, ref, *edit))
         elif edit is _DECODE:  # not in the form expected: decode it
             _apply_decoded(t, name, topic, fields)
+    t.put_topics(changes)
 
 
 _DECODE, _HELD = True, False  # the outcomes of an edit besides a new value and its key

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -103,10 +103,11 @@ class Txn:
         self._txn.put(k, raw, db=db)
         self._changed(table, registering)
 
-    def put_topic_ref(self, topic: str, raw: bytes, ref: bytes) -> None:
-        """A registration's write of `topic`'s value `raw`, whose key (`topicsets.key_of`)
-        the caller has: the topics it gives one value share one hash."""
-        if self.topics.put(topic.encode(), raw, ref):
+    def put_topics(self, changes: Iterable[tuple[bytes, bytes | None, bytes, bytes]]) -> None:
+        """A registration's writes to the topic table, each (topic, the key of its value
+        now, new value, its key: `topicsets.key_of`): topics given one value share one
+        hash, and the caller read the keys they have."""
+        if self.topics.put_many(changes):
             self._changed(TOPIC, True)
 
     def delete(self, table: str, key: str) -> bool:

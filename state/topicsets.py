@@ -18,7 +18,7 @@ names any more is deleted then.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import lmdb
@@ -67,19 +67,26 @@ class TopicSets:
         ref = self.ref(topic)
         return None if ref is None else self.value(ref)
 
-    def put(self, topic: bytes, raw: bytes, ref: bytes | None = None) -> bool:
-        """Make `raw` the value of `topic` (`ref`: its key, when the caller has it); False
-        when it was already."""
-        new = key_of(raw) if ref is None else ref
-        old = self.ref(topic)
-        if old == new:
-            return False
-        self._hold(new, raw)
-        self._txn.put(topic, new, db=self._topic)
-        self._count(new, 1)
-        if old is not None:
-            self._count(old, -1)
-        return True
+    def put(self, topic: bytes, raw: bytes) -> bool:
+        """Make `raw` the value of `topic`; False when it was already."""
+        return self.put_many(((topic, self.ref(topic), raw, key_of(raw)),))
+
+    def put_many(self, changes: Iterable[tuple[bytes, bytes | None, bytes, bytes]]) -> bool:
+        """For each (topic, the key of its value now, new value, its key), make that value
+        the topic's; False when every topic had its value already."""
+        put, db, delta, stored = self._txn.put, self._topic, self._delta, self._stored
+        changed = False
+        for topic, old, raw, new in changes:
+            if old == new:
+                continue
+            if new not in stored:
+                self._hold(new, raw)
+            put(topic, new, db=db)
+            delta[new] = delta.get(new, 0) + 1
+            if old is not None:
+                delta[old] = delta.get(old, 0) - 1
+            changed = True
+        return changed
 
     def delete(self, topic: bytes) -> bool:
         old = self.ref(topic)
@@ -125,8 +132,6 @@ class TopicSets:
     def _hold(self, ref: bytes, raw: bytes) -> None:
         """Store value `raw` under `ref` unless it is stored; a different value stored under
         the same key fails the transaction."""
-        if ref in self._stored:
-            return
         held = self._txn.get(ref, db=self._sets)
         if held is None:
             self._txn.put(ref, raw, db=self._sets)

@@ -106,7 +106,7 @@ def test_two_values_under_one_key_fail_the_write(store: Store) -> None:
         ref = t.topics.ref(b"A")
     assert ref is not None
     with pytest.raises(TopicSetError), store.write() as t:
-        t.put_topic_ref("B", b'{"x":1}', ref)
+        t.put_topics([(b"B", None, b'{"x":1}', ref)])
     with store.read() as t:
         assert t.get("topic", "B") is None and t.get("topic", "A") == {"b": qd("b")}
 
