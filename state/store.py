@@ -60,17 +60,28 @@ def dumps(value: Any) -> bytes:
 class Txn:
     """One LMDB transaction with JSON values and str keys, per named table."""
 
-    __slots__ = ("_txn", "_dbs", "route_changed", "_applied_cleared", "topics")
+    __slots__ = ("_txn", "_dbs", "route_changed", "_applied_cleared", "_topics")
 
     def __init__(self, txn: lmdb.Transaction, dbs: dict[str, Any]) -> None:
         self._txn = txn
         self._dbs = dbs
         self.route_changed = False
         self._applied_cleared = False
-        self.topics = topicsets.TopicSets(txn, dbs)  # the topic table's layout
+        self._topics: topicsets.TopicSets | None = None
+
+    @property
+    def topics(self) -> topicsets.TopicSets:
+        """The topic table's layout in this transaction."""
+        if self._topics is None:
+            self._topics = topicsets.TopicSets(self._txn, self._dbs)
+        return self._topics
 
     def get(self, table: str, key: str) -> Any:
-        raw = self.get_raw(table, key)
+        raw = self._txn.get(key.encode(), db=self._dbs[table])
+        if raw is not None and table == TOPIC:  # the key of the value (`state.topicsets`)
+            raw = self._txn.get(raw, db=self._dbs[topicsets.SETS])
+            if raw is None:
+                raise topicsets.TopicSetError(f"topic table: no value for {key!r}")
         return None if raw is None else orjson.loads(raw)
 
     def get_raw(self, table: str, key: str) -> bytes | None:
@@ -248,7 +259,8 @@ class Store:
         with self.env.begin(write=True) as txn:
             t = Txn(txn, self._dbs)
             yield t
-            t.topics.flush()
+            if t._topics is not None:
+                t._topics.flush()
             if t.route_changed:
                 txn.put(b"gen", dumps(t.generation() + 1), db=self._dbs["meta"])
 
