@@ -329,6 +329,14 @@ def put_missing_queues(t: Txn, name: str, queues: Mapping[str, QueueFields],
 PERM_WRITE = 2
 
 
+def put_missing_table(t: Txn, name: str, table: TopicTable) -> None:
+    """`put_missing_queues` of a table: when it reads piece by piece against `name`'s
+    records, only its pieces read alone can name a topic the records lack."""
+    applied = last_applied(t, name)
+    diff = None if applied is None else table.diff(applied)
+    put_missing_queues(t, name, table.queues() if diff is None else diff.changed())
+
+
 def forget_applied(t: Txn, name: str) -> None:
     """`name` left the route tables: none of its applied records (stamp included) holds,
     and this process forgets what it remembered of them (a table of tens of thousands of

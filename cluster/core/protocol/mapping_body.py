@@ -44,15 +44,17 @@ def mapping_info(obj: Any) -> dict[str, Any]:
     }
 
 
-def plain_mappings(body: bytes | memoryview | None) -> dict[str, dict[str, Any]]:
+def plain_mappings(body: bytes | memoryview | None, start: int = 0) -> dict[str, dict[str, Any]]:
     """topic → info of a plain JSON RegisterBrokerBody (none when it has no static topics;
-    the body is parsed again only when it names some)."""
+    the body is parsed again only when it names some). The key is looked for from
+    ``start`` on (the end of the DataVersion: the wrapper's later members are all after it)."""
     if not body:
         return {}
     raw = body if type(body) is bytes else bytes(body)  # `in` on a memoryview compares ints
-    if _KEY not in raw:
+    at = raw.find(_KEY, start)
+    if at < 0:
         return {}
-    at = raw.index(_KEY) + len(_KEY)
+    at += len(_KEY)
     if raw[at:at + 3] == b":{}":
         return {}
     doc = _dict(_load(raw, "RegisterBrokerBody"), "RegisterBrokerBody")

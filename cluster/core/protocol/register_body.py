@@ -289,7 +289,8 @@ def decode_register_named_queues(
     body: bytes, version: int, *, now_ms: int | None = None
 ) -> tuple[dict[str, QueueFields], bool]:
     """:func:`decode_register_queues` of a plain JSON body, and whether every config is a
-    plain 4.9 TopicConfig keyed by the topic it names (so topics and keys are one)."""
+    plain TopicConfig (4.9's or 5.x's) keyed by the topic it names (so topics and keys are
+    one)."""
     if version < V3_0_11 or not body:
         return decode_register_queues(body, False, version, now_ms=now_ms), False
     return _register_json(body, now_ms, _named_queue_table)[1]
@@ -308,12 +309,23 @@ def _named_queue_table(obj: Any, what: str) -> tuple[dict[str, QueueFields], boo
 
 
 def _plain_queue_table(table: dict[str, Any]) -> dict[str, QueueFields] | None:
-    """QueueFields when every config is a plain 4.9 TopicConfig (exactly its seven fields,
-    each of the type a broker writes), checked column by column; None otherwise."""
+    """QueueFields when every config is a plain TopicConfig (exactly the seven fields of 4.9,
+    each of the type a broker writes, or those and the ``attributes`` of 5.x, a map of
+    strings), checked column by column; None otherwise."""
     configs = list(table.values())
     if not configs:
         return {}
-    if set(map(type, configs)) != {dict} or set(map(len, configs)) != {len(_QUEUE_ROW_TYPES)}:
+    if set(map(type, configs)) != {dict}:
+        return None
+    lengths = set(map(len, configs))
+    if lengths == {len(_QUEUE_ROW_TYPES) + 1}:
+        try:
+            attributes = list(map(_ATTRIBUTES, configs))
+        except KeyError:
+            return None
+        if not all(map(_plain_attributes, attributes)):
+            return None
+    elif lengths != {len(_QUEUE_ROW_TYPES)}:
         return None
     try:
         columns = list(zip(*map(_QUEUE_ROW, configs), strict=True))
@@ -327,10 +339,24 @@ def _plain_queue_table(table: dict[str, Any]) -> dict[str, QueueFields] | None:
     return dict(zip(topics, zip(perm, read, flag, write, strict=True), strict=True))
 
 
+_ATTRIBUTES = operator.itemgetter("attributes")
+
+
+def _plain_attributes(attributes: Any) -> bool:
+    """A 5.x TopicConfig's ``attributes`` as a broker writes them: a map of strings (which
+    the full decode keeps as they are)."""
+    return type(attributes) is dict and all(type(v) is str for v in attributes.values())
+
+
 def plain_entry(key: str, cfg: Any) -> QueueFields | None:
     """QueueFields of one topicConfigTable entry when :func:`_plain_queue_table` would take it
-    as a plain 4.9 TopicConfig and its topic is its key; None otherwise."""
-    if type(cfg) is not dict or len(cfg) != len(_QUEUE_ROW_TYPES):
+    as a plain TopicConfig (4.9's or 5.x's) and its topic is its key; None otherwise."""
+    if type(cfg) is not dict:
+        return None
+    if len(cfg) == len(_QUEUE_ROW_TYPES) + 1:
+        if not _plain_attributes(cfg.get("attributes", _MISSING)):
+            return None
+    elif len(cfg) != len(_QUEUE_ROW_TYPES):
         return None
     try:
         row = _QUEUE_ROW(cfg)

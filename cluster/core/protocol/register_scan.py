@@ -2,19 +2,26 @@
 from the one a broker last applied in a few topics is decoded only in those topics.
 
 fastjson writes a 4.9 broker's table after the DataVersion as
-``,"topicConfigTable":{"T1":{…},"T2":{…}}}}``, each TopicConfig a flat object. Cut at every
-``}``, the table gives one *piece* per topic: its entry without the closing brace, every piece
-but the first starting with ``,``. A piece that holds a ``}`` of its own (in a string, or a
-5.x ``attributes`` object) splits into fragments that do not read as an entry, so such a
-table falls back to the full decode.
+``,"topicConfigTable":{"T1":{…},"T2":{…}}}}``, each TopicConfig a flat object. A 5.x broker
+writes a ``mappingDataVersion`` before the table, an ``"attributes":{…}`` object first in
+every TopicConfig and the static-topic maps after the table
+(``},"topicQueueMappingDetailMap":{…},"topicQueueMappingInfoMap":{…}}}``). Cut at every
+``}``, the table gives one fragment per TopicConfig in 4.9's layout, two in 5.x's (the
+attributes close the first); joined in those groups, one *piece* per topic: its entry
+without the closing brace, every piece but the first starting with ``,``. A piece holding a
+brace in a string splits into fragments that do not read as an entry, so such a table
+falls back to the full decode.
 
-A piece is read alone as ``{`` piece ``}}`` and kept only when it is a plain 4.9 TopicConfig
-keyed by its own topic (:func:`register_body.plain_entry`: exactly the seven fields with the types a
-broker writes, hence no nesting and no number orjson cannot hold). The whole table is the
-``,``-joined pieces, so when every piece reads alone as such an entry and no topic repeats,
-the full decode of the body gives exactly these entries in this order: the caller may take
-a piece it saw (byte for byte, at a position other than the first) in a table it decoded
-before as the entry it was then (:class:`KnownPieces`).
+A piece is read alone as ``{`` piece ``}}`` and kept only when it is a plain TopicConfig
+keyed by its own topic (:func:`register_body.plain_entry`: exactly the seven fields with the
+types a broker writes, and 5.x's attributes as a map of strings, hence no other nesting and
+no number orjson cannot hold). The whole table is the ``,``-joined pieces, so when every
+piece reads alone as such an entry and no topic repeats, the full decode of the body gives
+exactly these entries in this order: the caller may take a piece it saw (byte for byte, at a
+position other than the first) in a table it decoded before as the entry it was then
+(:class:`KnownPieces`). What follows the table (5.x's maps) must read as the wrapper's last
+members, none of them a second ``topicConfigTable`` or ``dataVersion``; it is read each time
+as the full decode reads it, so a body the full decode would refuse is not taken.
 """
 
 from __future__ import annotations
@@ -24,10 +31,12 @@ import operator
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 import xxhash
 
+from cluster.core.protocol.lenient import loads_lenient
 from cluster.core.protocol.register_body import (
     QueueFields,
     RegisterHead,
@@ -40,7 +49,11 @@ Entry = tuple[str, QueueFields]
 Entries = dict[bytes, Entry]
 
 _TABLE_KEY = b',"topicConfigTable":{'
-_END = b"}}}"  # closes the table, the wrapper and the body
+_END = b"}}"  # closes the wrapper and the body, after the table and its tail
+_TAIL_KEY = b'},"topicQueueMappingDetailMap":'  # 5.x: the table's close, then its maps
+# A 5.x tail is looked for this far from the end of the body (beyond: no cut, full decode).
+MAX_TAIL = 64 * 1024
+_NOT_IN_TAIL = frozenset(("dataVersion", "topicConfigTable"))
 # Beyond this share of pieces not seen before, the diff gives up for the full decode.
 MAX_UNSEEN_SHARE = 1 / 8
 # A table differing from the last one in at most MAX_SPANS spans holding at most this share
@@ -64,11 +77,13 @@ Span = tuple[int, int, int, int]
 @dataclass(frozen=True, slots=True)
 class TableDiff:
     """A table against the pieces of tables applied before it: only ``decoded`` can differ.
-    ``body`` and ``start`` are the table's body and where its first piece begins."""
+    ``body``, ``start`` and ``end`` are the table's body, where its first piece begins and
+    where it closes."""
 
     decoded: list[Decoded]
     body: bytes
     start: int
+    end: int
 
     def changed(self) -> dict[str, QueueFields]:
         return {topic: fields for _, topic, fields in self.decoded}
@@ -76,19 +91,20 @@ class TableDiff:
 
 class KnownPieces:
     """Pieces read before, each with its entry, at most one per topic (the latest read), and
-    the body of the table applied last (``body``, its first piece at ``start``), every piece
-    of which but the first is here.
+    the body of the table applied last (``body``, its first piece at ``start``, its close at
+    ``end``), every piece of which but the first is here.
 
     The caller keeps these only while the topic table holds every entry here.
     """
 
-    __slots__ = ("entries", "_owners", "body", "start")
+    __slots__ = ("entries", "_owners", "body", "start", "end")
 
-    def __init__(self, entries: Entries, body: bytes, start: int) -> None:
+    def __init__(self, entries: Entries, body: bytes, start: int, end: int) -> None:
         self.entries = entries
         self._owners: dict[str, bytes] | None = None  # topic → its piece, made on first use
         self.body = body
         self.start = start
+        self.end = end
 
     def _owner_map(self) -> dict[str, bytes]:
         if self._owners is None:
@@ -109,13 +125,23 @@ class KnownPieces:
             if piece is not None:
                 self.entries[piece] = (topic, fields)
                 owners[topic] = piece
-        self.body, self.start = diff.body, diff.start
+        self.body, self.start, self.end = diff.body, diff.start, diff.end
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Where a body's table lies: its first piece at ``first``, its closing ``}`` at ``end``,
+    ``per`` fragments per piece (1: 4.9's TopicConfig, 2: 5.x's with attributes)."""
+
+    first: int
+    end: int
+    per: int
 
 
 class PlainTable:
     """The topic table of a plain JSON body whose head :func:`register_body.register_head` read."""
 
-    __slots__ = ("_raw", "_start", "_version", "_now_ms", "_named", "_pieces")
+    __slots__ = ("_raw", "_start", "_version", "_now_ms", "_named", "_pieces", "_layout")
 
     def __init__(self, body: bytes | memoryview, head: RegisterHead, version: int,
                  now_ms: int | None) -> None:
@@ -125,6 +151,7 @@ class PlainTable:
         self._now_ms = now_ms
         self._named = False
         self._pieces: list[bytes] | None | bool = False  # False: not cut yet
+        self._layout: Layout | None | bool = False  # False: not looked for yet
 
     @property
     def _body(self) -> bytes:
@@ -139,6 +166,12 @@ class PlainTable:
                                                            now_ms=self._now_ms)
         return queues
 
+    def layout(self) -> Layout | None:
+        """Where the table lies, or None when the body is not laid out as fastjson writes it."""
+        if self._layout is False:
+            self._layout = table_layout(self._body, self._start)
+        return self._layout  # type: ignore[return-value]
+
     def pieces(self) -> list[bytes] | None:
         """The table cut into pieces, or None when it is not laid out as fastjson writes it."""
         if self._pieces is False:
@@ -146,29 +179,31 @@ class PlainTable:
         return self._pieces  # type: ignore[return-value]
 
     def _cut(self) -> list[bytes] | None:
-        if not self._cuttable():
+        layout = self.layout()
+        if layout is None:
             return None
-        pieces = self._body[self._first() : -len(_END)].split(b"}")
-        return None if pieces.pop() else pieces
+        cut = self._body[layout.first : layout.end].split(b"}")
+        if cut.pop() or len(cut) % layout.per:
+            return None
+        if layout.per == 1:
+            return cut
+        return list(map(b"}".join, zip(cut[::2], cut[1::2], strict=True)))
 
     def known(self, queues: Mapping[str, QueueFields]) -> KnownPieces | None:
         """The pieces after the first with their entries in ``queues``, this table's full
         decode; None unless each piece is exactly one plain entry keyed by its topic."""
         pieces = self.pieces()
-        if pieces is None or not self._named or len(queues) != len(pieces):
+        layout = self.layout()
+        if pieces is None or layout is None or not self._named or len(queues) != len(pieces):
             return None
-        # Each entry holds at least one "{" and one "}"; with no other brace in the table,
+        # Each entry holds at least `per` "{" and "}"; with no other brace in the table,
         # piece i is entry i.
-        braces = self._body.count(b"{", self._start + len(_TABLE_KEY))
-        if braces != len(pieces):
+        braces = self._body.count(b"{", layout.first, layout.end)
+        if braces != len(pieces) * layout.per:
             return None
         rest = itertools.islice(queues.items(), 1, None)
         return KnownPieces(dict(zip(itertools.islice(pieces, 1, None), rest, strict=True)),
-                           self._body, self._first())
-
-    def _first(self) -> int:
-        """Where the table's first piece begins."""
-        return self._start + len(_TABLE_KEY)
+                           self._body, layout.first, layout.end)
 
     def diff(self, known: KnownPieces) -> TableDiff | None:
         """This table against ``known``; None when a piece not known is not a plain entry or
@@ -176,12 +211,12 @@ class PlainTable:
 
         When it differs from the table applied last in a few short spans only, just the pieces of
         those spans are looked at (:meth:`_diff_spans`); else every piece is looked up."""
-        spans = self._changed_spans(known)
-        if spans is not None:
-            return self._diff_spans(known, spans)
         pieces = self.pieces()
         if pieces is None:
             return None
+        spans = self._changed_spans(known)
+        if spans is not None:
+            return self._diff_spans(known, spans)
         found: list[Entry | None] = list(map(known.entries.get, pieces))
         if found:
             found[0] = None
@@ -202,7 +237,19 @@ class PlainTable:
         owners = [q for q in map(known.owner, topics) if q is not None]
         if owners and not set(pieces).isdisjoint(owners):
             return None
-        return TableDiff(decoded, self._body, self._first())
+        return TableDiff(decoded, self._body, *self._bounds())
+
+    def _bounds(self) -> tuple[int, int]:
+        """Where the table's first piece begins and where it closes."""
+        layout = self.layout()
+        assert layout is not None
+        return layout.first, layout.end
+
+    def _first(self) -> int:
+        """Where the table's first piece begins (a table laid out as fastjson writes it)."""
+        layout = self.layout()
+        assert layout is not None
+        return layout.first
 
     def _changed_spans(self, known: KnownPieces) -> list[Span] | None:
         """Where this table and the one applied last differ, each span widened to whole
@@ -216,10 +263,12 @@ class PlainTable:
         closing of the piece holding the difference, and the pieces after it are compared
         aligned again, so a few changed, added or removed entries give a few spans. A common
         run found short only puts unchanged pieces, the same in both tables, into a span."""
-        body, old = self._body, known.body
-        a0, a1 = self._first(), len(body) - len(_END)
-        b0, b1 = known.start, len(old) - len(_END)
-        if not self._cuttable() or a1 <= a0 or body[a1 - 1] != _CLOSE:
+        body, old, layout = self._body, known.body, self.layout()
+        if layout is None or layout.per != 1:
+            return None  # only 4.9's pieces are one fragment each
+        a0, a1 = layout.first, layout.end
+        b0, b1 = known.start, known.end
+        if a1 <= a0 or body[a1 - 1] != _CLOSE:
             return None  # no pieces, or the last one is not closed
         tail = _common_suffix(body, a1, old, b1, min(a1 - a0, b1 - b0))
         stop = body.find(b"}", a1 - tail, a1)  # the common end, from a piece's closing on
@@ -252,12 +301,6 @@ class PlainTable:
                 return spans
             at, old_at = end + 1, old_end + 1
             step = max(_FIRST_STEP, same)  # the next difference is likely as far
-
-    def _cuttable(self) -> bool:
-        """Laid out as fastjson writes a table: the key, then pieces, then the closing."""
-        body = self._body
-        return (len(body) >= self._first() + len(_END)
-                and body.startswith(_TABLE_KEY, self._start) and body.endswith(_END))
 
     def _diff_spans(self, known: KnownPieces, spans: list[Span]) -> TableDiff | None:
         """The pieces of this table's spans against those of the last table's spans;
@@ -310,7 +353,60 @@ class PlainTable:
             decoded.append((None if alone else piece, *entry))
         if not topics.isdisjoint(kept_topics):
             return None
-        return TableDiff(decoded, body, first)
+        return TableDiff(decoded, body, *self._bounds())
+
+
+_MAPPING_VERSION_KEY = b',"mappingDataVersion":'
+
+
+def table_layout(body: bytes, start: int) -> Layout | None:
+    """Where the topic table of a body lies, ``start`` being the end of its DataVersion:
+    after a 5.x ``mappingDataVersion`` (valid JSON, which the full decode reads past), then
+    up to the 5.x tail (its maps, read here as the wrapper's last members) or, without one,
+    to the ``}}}`` closing table, wrapper and body. None for any other layout; whether the
+    table's pieces read as entries is for the caller to see."""
+    at = start
+    if body.startswith(_MAPPING_VERSION_KEY, at):
+        m = _MAPPING_VERSION.match(body, at)
+        if m is None or not _json_object(body[at + len(_MAPPING_VERSION_KEY) : m.end()]):
+            return None
+        at = m.end()
+    if not body.startswith(_TABLE_KEY, at):
+        return None
+    first = at + len(_TABLE_KEY)
+    end = body.rfind(_TAIL_KEY, max(first, len(body) - MAX_TAIL))
+    if end >= 0:
+        if not body.endswith(_END):
+            return None
+        members = _tail_members(body[end + 2 : -len(_END)])
+        if members is None or not _NOT_IN_TAIL.isdisjoint(members):
+            return None
+    elif body.endswith(b"}" + _END) and len(body) - len(_END) - 1 >= first:
+        end = len(body) - len(_END) - 1
+    else:
+        return None
+    fragment = body[first : body.find(b"}", first, end + 1)]
+    per = fragment.count(b"{")
+    return Layout(first, end, per) if per in (1, 2) else None
+
+
+def _tail_members(text: bytes) -> dict[str, Any] | None:
+    """The wrapper's members after the table, read as the full decode reads the body
+    (fastjson's liberties: a static topic's ``currIdMap`` has bare integer keys)."""
+    try:
+        obj = loads_lenient(b"{" + text + b"}")
+    except ValueError:
+        return None
+    return obj if type(obj) is dict else None
+
+
+def _json_object(text: bytes) -> dict[str, Any] | None:
+    """``text`` read as one strict JSON object, or None."""
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return obj if type(obj) is dict else None
 
 
 def _common_prefix(a: bytes, a0: int, b: bytes, b0: int, n: int, step: int
@@ -379,6 +475,17 @@ def read_piece(piece: bytes, first: bool) -> Entry | None:
 # A 5.x broker writes its static topics' DataVersion after the topics' one; it is no part of
 # the topic table (and a tool may stamp it anew on every registration).
 _MAPPING_VERSION = re.compile(rb',"mappingDataVersion":\{[^{}]*\}')
+
+
+def mapping_version_ok(body: bytes | memoryview, head: RegisterHead) -> bool:
+    """Whether a 5.x mappingDataVersion after the head's DataVersion, if any, reads as JSON
+    (the one part of the body after the DataVersion that the digest leaves out)."""
+    rest = memoryview(body)[head.table_offset :]
+    if rest[: len(_MAPPING_VERSION_KEY)] != _MAPPING_VERSION_KEY:
+        return True
+    m = _MAPPING_VERSION.match(rest)
+    return m is not None and _json_object(bytes(rest[len(_MAPPING_VERSION_KEY) : m.end()])) \
+        is not None
 
 
 def topic_table_digest(body: bytes | memoryview, head: RegisterHead) -> str:
