@@ -137,8 +137,9 @@ def pair5(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Mo
 
 # 5.x TopicConfig attributes: mostly none, some simple maps; and a few with braces in
 # strings (a table holding one is decoded whole), which come and go as odd names do.
-ATTRIBUTES = ({}, {}, {}, {"+message.type": "NORMAL"}, {"+message.type": "FIFO", "a": "b"})
-ODD_ATTRIBUTES = ({"x": "}"}, {"y": "{,}"}, {"z": "a\\\"}"})
+ATTRIBUTES: tuple[dict[str, str], ...] = ({}, {}, {}, {"+message.type": "NORMAL"},
+                                          {"+message.type": "FIFO", "a": "b"})
+ODD_ATTRIBUTES: tuple[dict[str, str], ...] = ({"x": "}"}, {"y": "{,}"}, {"z": "a\\\"}"})
 
 
 def _config(rng: random.Random, name: str, odd: bool = False) -> dict[str, Any]:
@@ -397,8 +398,9 @@ def test_a_table_differing_in_a_short_span_is_read_in_that_span_only(
     diff = _plain(cfgs, counter=2).diff(_known(CFGS))
     assert diff is not None
     assert [topic for _, topic, _ in diff.decoded] == read
-    full = register_body.decode_register_queues(_plain(cfgs).diff(_known(cfgs)).body, False,
-                                                409)  # type: ignore[union-attr]
+    same = _plain(cfgs).diff(_known(cfgs))
+    assert same is not None
+    full = register_body.decode_register_queues(same.body, False, 409)
     assert all(full[t] == f for t, f in diff.changed().items())
 
 
