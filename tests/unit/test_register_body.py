@@ -315,3 +315,27 @@ def test_static_topics_are_read_from_a_body_in_shared_memory_too() -> None:
     infos = plain_mappings(body)
     assert infos["T"]["bname"] == "b" and infos["T"]["totalQueues"] == 1
     assert plain_mappings(memoryview(body)) == infos  # a large frame arrives as a view
+
+
+def test_static_topics_are_found_wherever_the_map_is_and_whatever_the_topics_are_named() -> None:
+    from cluster.core.protocol.mapping_body import _TAIL, plain_mappings
+
+    info = b'{"bname":"b","currIdMap":{"0":0},"epoch":1,"topic":"T","totalQueues":1}'
+    named = b'"topicQueueMappingInfoMap":{"topicName":"topicQueueMappingInfoMap","perm":6}'
+    filler = b",".join(b'"F%d":{"topicName":"F%d","perm":6}' % (i, i) for i in range(4000))
+    assert len(filler) > _TAIL
+
+    def body(table: bytes, infos: bytes, infos_first: bool = False) -> bytes:
+        table_part, map_part = b'"topicConfigTable":{%s}' % table, \
+            b'"topicQueueMappingInfoMap":{%s}' % infos
+        parts = (map_part, table_part) if infos_first else (table_part, map_part)
+        return b'{"topicConfigSerializeWrapper":{%s,%s}}' % parts
+
+    # a topic named like the map, with the broker's map empty or not
+    assert plain_mappings(body(named + b"," + filler, b"")) == {}
+    assert plain_mappings(body(named, b'"T":' + info))["T"]["epoch"] == 1
+    # the map before a table longer than the tail searched first
+    got = plain_mappings(memoryview(body(filler, b'"T":' + info, infos_first=True)))
+    assert got["T"]["bname"] == "b"
+    assert plain_mappings(body(filler, b"", infos_first=True)) == {}
+    assert plain_mappings(body(filler, b"")) == {}

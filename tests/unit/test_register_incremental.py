@@ -24,7 +24,6 @@ from cluster.core.protocol.dialect import Dialect
 from state import applied as applied_records
 from state.store import APPLIED_TABLES, TABLES, Store
 from tests.unit.test_processors import make_ctx, request
-from worker.business import handler_kit
 from worker.business.processors import handle
 
 NAMES = ("broker-a", "broker-b")
@@ -59,7 +58,7 @@ class Pair:
         replies = [handle(self.ctxs[0], request(code, dict(ext), body, version), "0.1.1",
                           "p:1")]
         _forget_applied(self.stores[1])
-        with _memo(self.ref_memo), _no_mappings_memo():
+        with _memo(self.ref_memo):
             replies.append(handle(self.ctxs[1], request(code, dict(ext), body, version),
                                   "0.1.1", "p:1"))
         inc, ref = replies
@@ -77,17 +76,6 @@ def _memo(memo: dict[str, applied_records.Applied]) -> Iterator[None]:
         yield
     finally:
         applied_records._APPLIED_MEMO = saved
-
-
-@contextmanager
-def _no_mappings_memo() -> Iterator[None]:
-    """The reference side finds every body's static topics in the body itself."""
-    saved = handler_kit._MAPPINGS
-    handler_kit._MAPPINGS = {}
-    try:
-        yield
-    finally:
-        handler_kit._MAPPINGS = saved
 
 
 def _forget_applied(store: Store) -> None:

@@ -98,9 +98,8 @@ def registration_body(cmd: RemotingCommand, now: int) -> BodyParts:
         mappings = rb.mappings if compressed(cmd) else plain_mappings(body)
         return BodyParts(rb.data_version, rb.filter_servers,
                          TopicTable.of_configs(rb.topic_configs), mappings)
-    table = _lazy_table(body, cmd.version, now, head)
-    return BodyParts(head.data_version, head.filter_servers, table,
-                     _table_mappings(cmd.field("brokerName"), body, head, table))
+    return BodyParts(head.data_version, head.filter_servers,
+                     _lazy_table(body, cmd.version, now, head), plain_mappings(body))
 
 
 def _lazy_table(body: bytes | memoryview, version: int, now: int, head: register_body.RegisterHead
@@ -109,28 +108,3 @@ def _lazy_table(body: bytes | memoryview, version: int, now: int, head: register
                                      lambda: register_scan.topic_table_digest(body, head))
 
 
-# (broker name, topic table digest) → the static-topic mapping infos of that body, most
-# recent last.
-_MAPPINGS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
-MAPPINGS_KEPT = 64
-
-
-def _table_mappings(name: str | None, body: bytes | memoryview, head: register_body.RegisterHead,
-                    table: TopicTable) -> dict[str, dict[str, Any]]:
-    """:func:`plain_mappings` of the body, looked for after its DataVersion. Equal topic
-    table digests cover equal bytes there (all but a 5.x mappingDataVersion, which must read
-    as JSON): a broker name re-registering the body it sent before (a new DataVersion, the
-    same topics) gets the infos found then, without the 2 MB of a large table searched
-    again on every registration."""
-    if name is None or not register_scan.mapping_version_ok(body, head):
-        return plain_mappings(body, head.table_offset)
-    digest = table.digest()
-    assert digest is not None  # a plain table has one
-    key = (name, digest)
-    found = _MAPPINGS.pop(key, None)
-    if found is None:
-        found = plain_mappings(body, head.table_offset)
-        while len(_MAPPINGS) >= MAPPINGS_KEPT:
-            del _MAPPINGS[next(iter(_MAPPINGS))]
-    _MAPPINGS[key] = found
-    return found

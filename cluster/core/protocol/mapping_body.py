@@ -26,6 +26,7 @@ from cluster.core.protocol.body_common import (
 GLOBAL_SCOPE = "__global__"
 _I32 = struct.Struct(">i")
 _KEY = b'"topicQueueMappingInfoMap"'
+_TAIL = 1 << 16  # bytes searched first, from the end of a body
 
 
 def mapping_info(obj: Any) -> dict[str, Any]:
@@ -44,23 +45,32 @@ def mapping_info(obj: Any) -> dict[str, Any]:
     }
 
 
-def plain_mappings(body: bytes | memoryview | None, start: int = 0) -> dict[str, dict[str, Any]]:
+def plain_mappings(body: bytes | memoryview | None) -> dict[str, dict[str, Any]]:
     """topic → info of a plain JSON RegisterBrokerBody (none when it has no static topics;
-    the body is parsed again only when it names some). The key is looked for from
-    ``start`` on (the end of the DataVersion: the wrapper's later members are all after it)."""
-    if not body:
+    the body is parsed again only when it names some)."""
+    if not body or _empty_or_absent(body):
         return {}
-    raw = body if type(body) is bytes else bytes(body)  # `in` on a memoryview compares ints
-    at = raw.find(_KEY, start)
-    if at < 0:
-        return {}
-    at += len(_KEY)
-    if raw[at:at + 3] == b":{}":
-        return {}
+    raw = body if type(body) is bytes else bytes(body)
     doc = _dict(_load(raw, "RegisterBrokerBody"), "RegisterBrokerBody")
     wrapper = _dict(doc.get("topicConfigSerializeWrapper"), "topicConfigSerializeWrapper", {})
     infos = _dict(wrapper.get("topicQueueMappingInfoMap"), "topicQueueMappingInfoMap", {})
     return {topic: mapping_info(info) for topic, info in infos.items()}
+
+
+def _empty_or_absent(body: bytes | memoryview) -> bool:
+    """Whether the body has no ``topicQueueMappingInfoMap`` or its last one (the wrapper's:
+    a broker writes it after the topic table, and a topic name holds no quote) is ``{}``.
+    Searched from the end, in the tail first: a search from the start of a 2 MB table
+    costs milliseconds (every topic entry begins with the key's first and last byte)."""
+    tail = bytes(body[-_TAIL:])
+    at = tail.rfind(_KEY)
+    if at < 0 and len(body) > _TAIL:
+        tail = body if type(body) is bytes else bytes(body)
+        at = tail.rfind(_KEY)
+    if at < 0:
+        return True
+    at += len(_KEY)
+    return tail[at:at + 3] == b":{}"
 
 
 def compressed_mapping(block: bytes) -> tuple[str, dict[str, Any]]:

@@ -477,17 +477,6 @@ def read_piece(piece: bytes, first: bool) -> Entry | None:
 _MAPPING_VERSION = re.compile(rb',"mappingDataVersion":\{[^{}]*\}')
 
 
-def mapping_version_ok(body: bytes | memoryview, head: RegisterHead) -> bool:
-    """Whether a 5.x mappingDataVersion after the head's DataVersion, if any, reads as JSON
-    (the one part of the body after the DataVersion that the digest leaves out)."""
-    rest = memoryview(body)[head.table_offset :]
-    if rest[: len(_MAPPING_VERSION_KEY)] != _MAPPING_VERSION_KEY:
-        return True
-    m = _MAPPING_VERSION.match(rest)
-    return m is not None and _json_object(bytes(rest[len(_MAPPING_VERSION_KEY) : m.end()])) \
-        is not None
-
-
 def topic_table_digest(body: bytes | memoryview, head: RegisterHead) -> str:
     """Digest of the body after the head's DataVersion (and a 5.x mappingDataVersion): equal
     digests, equal topic tables (and static-topic tables).
