@@ -299,6 +299,17 @@ def test_random_5x_sequences_match_the_full_decode(pair5: Pair, seed: int) -> No
     run_sequence(pair5, seed, 40)
 
 
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), knobs=st.sampled_from([(2, 1), (16, 8), (64, 32)]))
+def test_random_5x_sequences_match_with_short_runs_and_slack(
+        pair5: Pair, seed: int, knobs: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The span search on 5.x pieces (two fragments each), cut anywhere."""
+    monkeypatch.setattr(register_scan, "_FIRST_STEP", knobs[0])
+    monkeypatch.setattr(register_scan, "_SLACK", knobs[1])
+    run_sequence(pair5, seed, 40)
+
+
 def test_a_long_5x_sequence_takes_the_incremental_path_and_matches(pair5: Pair) -> None:
     run_sequence(pair5, 20261127, 500)
     # deleteTopicWithBrokerRegistration, when it drops topics, makes the next table whole

@@ -72,9 +72,50 @@ def test_a_changed_5x_table_is_read_in_its_changed_pieces_only() -> None:
            "NEW": register_body.topic_config("NEW", attributes={})}
     del new["T9"]
     diff = plain(body5(new, 2)).diff(known(body5(old)))
-    assert diff is not None
+    assert diff is not None  # a removal, then an addition at the end: no common end, so the
+    # pieces are looked up one by one (and the first is read every time)
     assert diff.changed() == {"T0": (6, 16, 0, 16), "T7": (4, 16, 0, 16),
-                              "NEW": (6, 16, 0, 16)}  # the first piece is read every time
+                              "NEW": (6, 16, 0, 16)}
+    del new["NEW"]
+    diff = plain(body5(new, 2)).diff(known(body5(old)))
+    assert diff is not None and diff.changed() == {"T7": (4, 16, 0, 16)}  # in spans
+
+
+def test_changes_spread_over_a_5x_table_give_one_span_each() -> None:
+    moved = range(5, 400, 40)
+    new = {**cfgs(400), **{f"T{i}": register_body.topic_config(f"T{i}", perm=2,
+                                                               attributes={"k": "v"})
+                           for i in moved}}
+    spans = plain(body5(new, 2))._changed_spans(known(body5(cfgs(400))))
+    assert spans is not None and len(spans) == len(moved)
+    diff = plain(body5(new, 2)).diff(known(body5(cfgs(400))))
+    assert diff is not None and [t for _, t, _ in diff.decoded] == [f"T{i}" for i in moved]
+
+
+@pytest.mark.parametrize(("step", "slack"), [(2, 1), (16, 8), (8192, 128)])
+@pytest.mark.parametrize("where", ["attributes", "fields", "first", "last"])
+def test_a_span_of_a_5x_table_covers_whole_pieces(
+        step: int, slack: int, where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A change in the attributes or in the fields after them, the first or the last piece:
+    the spans, however the common runs are cut, hold whole pieces on both sides."""
+    monkeypatch.setattr(register_scan, "_FIRST_STEP", step)
+    monkeypatch.setattr(register_scan, "_SLACK", slack)
+    topic = {"first": "T0", "last": "T59"}.get(where, "T30")
+    edit = register_body.topic_config(topic, perm=4 if where != "attributes" else 6,
+                                      attributes={"a": "b"} if where == "attributes" else {})
+    new = {**cfgs(60), topic: edit}
+    diff = plain(body5(new, 2)).diff(known(body5(cfgs(60))))
+    assert diff is not None
+    assert diff.changed() == {topic: full(body5(new))[topic]}
+
+
+def test_a_span_naming_a_topic_kept_outside_it_is_decoded_whole() -> None:
+    old = known(body5(cfgs(100)))
+    changed = body5({**cfgs(100), "T50": register_body.topic_config("T50", perm=2)}, 2)
+    assert plain(changed).diff(old) is not None
+    renamed = changed.replace(b'"T50"', b'"T3"')  # T3 twice: the full decode keeps the last
+    assert full(renamed)["T3"][0] == 2
+    assert plain(renamed).diff(old) is None
 
 
 def test_a_5x_table_decodes_fast_and_named() -> None:

@@ -77,13 +77,11 @@ Span = tuple[int, int, int, int]
 @dataclass(frozen=True, slots=True)
 class TableDiff:
     """A table against the pieces of tables applied before it: only ``decoded`` can differ.
-    ``body``, ``start`` and ``end`` are the table's body, where its first piece begins and
-    where it closes."""
+    ``body`` and ``layout`` are the table's body and where in it the table lies."""
 
     decoded: list[Decoded]
     body: bytes
-    start: int
-    end: int
+    layout: Layout
 
     def changed(self) -> dict[str, QueueFields]:
         return {topic: fields for _, topic, fields in self.decoded}
@@ -91,20 +89,19 @@ class TableDiff:
 
 class KnownPieces:
     """Pieces read before, each with its entry, at most one per topic (the latest read), and
-    the body of the table applied last (``body``, its first piece at ``start``, its close at
-    ``end``), every piece of which but the first is here.
+    the body of the table applied last (``body``, the table lying there as ``layout``
+    says), every piece of which but the first is here.
 
     The caller keeps these only while the topic table holds every entry here.
     """
 
-    __slots__ = ("entries", "_owners", "body", "start", "end")
+    __slots__ = ("entries", "_owners", "body", "layout")
 
-    def __init__(self, entries: Entries, body: bytes, start: int, end: int) -> None:
+    def __init__(self, entries: Entries, body: bytes, layout: Layout) -> None:
         self.entries = entries
         self._owners: dict[str, bytes] | None = None  # topic → its piece, made on first use
         self.body = body
-        self.start = start
-        self.end = end
+        self.layout = layout
 
     def _owner_map(self) -> dict[str, bytes]:
         if self._owners is None:
@@ -125,7 +122,7 @@ class KnownPieces:
             if piece is not None:
                 self.entries[piece] = (topic, fields)
                 owners[topic] = piece
-        self.body, self.start, self.end = diff.body, diff.start, diff.end
+        self.body, self.layout = diff.body, diff.layout
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,11 +180,7 @@ class PlainTable:
         if layout is None:
             return None
         cut = self._body[layout.first : layout.end].split(b"}")
-        if cut.pop() or len(cut) % layout.per:
-            return None
-        if layout.per == 1:
-            return cut
-        return list(map(b"}".join, zip(cut[::2], cut[1::2], strict=True)))
+        return None if cut.pop() else _group(cut, layout.per)
 
     def known(self, queues: Mapping[str, QueueFields]) -> KnownPieces | None:
         """The pieces after the first with their entries in ``queues``, this table's full
@@ -203,7 +196,7 @@ class PlainTable:
             return None
         rest = itertools.islice(queues.items(), 1, None)
         return KnownPieces(dict(zip(itertools.islice(pieces, 1, None), rest, strict=True)),
-                           self._body, layout.first, layout.end)
+                           self._body, layout)
 
     def diff(self, known: KnownPieces) -> TableDiff | None:
         """This table against ``known``; None when a piece not known is not a plain entry or
@@ -211,12 +204,14 @@ class PlainTable:
 
         When it differs from the table applied last in a few short spans only, just the pieces of
         those spans are looked at (:meth:`_diff_spans`); else every piece is looked up."""
-        pieces = self.pieces()
-        if pieces is None:
+        if self.layout() is None:
             return None
         spans = self._changed_spans(known)
         if spans is not None:
             return self._diff_spans(known, spans)
+        pieces = self.pieces()
+        if pieces is None:
+            return None
         found: list[Entry | None] = list(map(known.entries.get, pieces))
         if found:
             found[0] = None
@@ -237,19 +232,13 @@ class PlainTable:
         owners = [q for q in map(known.owner, topics) if q is not None]
         if owners and not set(pieces).isdisjoint(owners):
             return None
-        return TableDiff(decoded, self._body, *self._bounds())
+        return TableDiff(decoded, self._body, self._laid_out())
 
-    def _bounds(self) -> tuple[int, int]:
-        """Where the table's first piece begins and where it closes."""
+    def _laid_out(self) -> Layout:
+        """The layout of a table cut into pieces."""
         layout = self.layout()
         assert layout is not None
-        return layout.first, layout.end
-
-    def _first(self) -> int:
-        """Where the table's first piece begins (a table laid out as fastjson writes it)."""
-        layout = self.layout()
-        assert layout is not None
-        return layout.first
+        return layout
 
     def _changed_spans(self, known: KnownPieces) -> list[Span] | None:
         """Where this table and the one applied last differ, each span widened to whole
@@ -263,17 +252,16 @@ class PlainTable:
         closing of the piece holding the difference, and the pieces after it are compared
         aligned again, so a few changed, added or removed entries give a few spans. A common
         run found short only puts unchanged pieces, the same in both tables, into a span."""
-        body, old, layout = self._body, known.body, self.layout()
-        if layout is None or layout.per != 1:
-            return None  # only 4.9's pieces are one fragment each
+        body, old, layout = self._body, known.body, self._laid_out()
+        per = layout.per
+        if per != known.layout.per:
+            return None  # a piece's closing is told apart by its layout (`_closes`)
         a0, a1 = layout.first, layout.end
-        b0, b1 = known.start, known.end
+        b0, b1 = known.layout.first, known.layout.end
         if a1 <= a0 or body[a1 - 1] != _CLOSE:
             return None  # no pieces, or the last one is not closed
         tail = _common_suffix(body, a1, old, b1, min(a1 - a0, b1 - b0))
-        stop = body.find(b"}", a1 - tail, a1)  # the common end, from a piece's closing on
-        if stop < 0:
-            stop = a1 - 1
+        stop = _close_in_end(body, a1 - tail, a1, per)  # the common end, from a closing on
         old_stop = b1 - (a1 - stop)
         spans: list[Span] = []
         budget = MAX_SPAN_SHARE * (a1 - a0)
@@ -285,13 +273,15 @@ class PlainTable:
                              else (0, 0))
             if same == limit and stop - at == old_stop - old_at:
                 return spans
-            begin = body.rfind(b"}", at, at + same) + 1 or at
+            begin = _close_before(body, at, at + same, per) + 1 or at
             old_begin = old_at + (begin - at)
             if same == limit:  # one side is at the common end: the rest is one span
                 end, old_end = stop, old_stop
             else:  # to the closing of the piece holding the first difference, on each side
-                end = body.find(b"}", at + differs - 1, stop + 1)
-                old_end = old.find(b"}", old_at + differs - 1, old_stop + 1)
+                end = _close_after(body, at, at + differs - 1, stop + 1, per)
+                old_end = _close_after(old, old_at, old_at + differs - 1, old_stop + 1, per)
+                if end < 0 or old_end < 0:
+                    return None  # not laid out in pieces after all
             spans.append((begin, end, old_begin, old_end))
             budget -= end - begin
             if budget < 0 or len(spans) > MAX_SPANS:
@@ -310,17 +300,22 @@ class PlainTable:
         piece of the spans is a known piece of the last table's spans or reads alone as a
         plain entry; no topic repeats within the spans; and a topic read alone was, in the
         last table, nowhere or within its spans (its known piece there, or its first piece)."""
-        first, body, old = self._first(), self._body, known.body
+        layout, body, old = self._laid_out(), self._body, known.body
+        first, per = layout.first, layout.per
         pieces: list[tuple[bytes, bool]] = []  # (piece, whether it is the table's first)
         old_set: set[bytes] = set()
         old_first = False
         for begin, end, old_begin, old_end in spans:
             if end > begin:
-                cut = body[begin:end].split(b"}")
+                cut = _group(body[begin:end].split(b"}"), per)
+                if cut is None:
+                    return None
                 pieces += zip(cut, [begin == first] + [False] * (len(cut) - 1), strict=True)
             if old_end > old_begin:
-                cut = old[old_begin:old_end].split(b"}")
-                if old_begin == known.start:  # read in every table, never a known piece
+                cut = _group(old[old_begin:old_end].split(b"}"), per)
+                if cut is None:
+                    return None
+                if old_begin == known.layout.first:  # read in every table, never known
                     old_first = True
                     cut = cut[1:]
                 old_set.update(cut)
@@ -353,7 +348,7 @@ class PlainTable:
             decoded.append((None if alone else piece, *entry))
         if not topics.isdisjoint(kept_topics):
             return None
-        return TableDiff(decoded, body, *self._bounds())
+        return TableDiff(decoded, body, layout)
 
 
 _MAPPING_VERSION_KEY = b',"mappingDataVersion":'
@@ -409,6 +404,63 @@ def _json_object(text: bytes) -> dict[str, Any] | None:
     return obj if type(obj) is dict else None
 
 
+def _group(fragments: list[bytes], per: int) -> list[bytes] | None:
+    """Fragments (a table cut at every ``}``) joined into pieces of ``per`` each; None when
+    they do not come out even."""
+    if per == 1:
+        return fragments
+    if len(fragments) % per:
+        return None
+    return list(map(b"}".join, zip(fragments[::2], fragments[1::2], strict=True)))
+
+
+# Where a table's pieces close. With 4.9's layout every "}" closes a piece; with 5.x's
+# (``per`` 2) a piece holds a "}" of its own, which closes its attributes: the text before
+# that one, from the "}" before it, holds the "{" of the entry and of its attributes, the
+# text before a piece's closing holds none. In a table cut into pieces that read as entries
+# this tells them apart; anywhere else a wrong guess gives pieces that do not read so.
+
+
+def _closes(body: bytes, at: int, p: int) -> bool:
+    """Whether the "}" at ``p`` closes a piece (5.x), ``at`` being where a piece starts
+    at or before it."""
+    q = body.rfind(b"}", at, p)
+    return body.find(b"{", q + 1 if q >= 0 else at, p) < 0
+
+
+def _close_before(body: bytes, at: int, hi: int, per: int) -> int:
+    """The last "}" closing a piece in ``body[at:hi]``, ``at`` being where a piece starts;
+    -1 when none."""
+    p = body.rfind(b"}", at, hi)
+    if per == 1 or p < 0 or _closes(body, at, p):
+        return p
+    return body.rfind(b"}", at, p)
+
+
+def _close_after(body: bytes, at: int, lo: int, hi: int, per: int) -> int:
+    """The first "}" closing a piece in ``body[lo:hi]``, ``at`` <= ``lo`` being where a piece
+    starts; -1 when none."""
+    p = body.find(b"}", lo, hi)
+    if per == 1 or p < 0 or _closes(body, at, p):
+        return p
+    return body.find(b"}", p + 1, hi)
+
+
+def _close_in_end(body: bytes, lo: int, end: int, per: int) -> int:
+    """The first "}" closing a piece in ``body[lo:end]``, ``end`` being where the table
+    closes, told apart by what follows it only (a piece after a piece's closing holds a
+    "{" before its first "}"): the bytes from ``lo`` on are the same in both tables."""
+    p = body.find(b"}", lo, end)
+    if p < 0:
+        return end - 1
+    if per == 1:
+        return p
+    q = body.find(b"}", p + 1, end)
+    if q < 0 or body.find(b"{", p + 1, q) >= 0:
+        return p
+    return q
+
+
 def _common_prefix(a: bytes, a0: int, b: bytes, b0: int, n: int, step: int
                    ) -> tuple[int, int]:
     """(n, n) when ``a[a0:a0 + n]`` and ``b[b0:b0 + n]`` are equal; else (lo, hi), less than
@@ -450,8 +502,9 @@ def _common_suffix(a: bytes, a1: int, b: bytes, b1: int, n: int) -> int:
 
 def _first_topic(known: KnownPieces) -> str | None:
     """The topic of the first piece of the table applied last."""
-    body, start = known.body, known.start
-    entry = read_piece(body[start : body.find(b"}", start)], True)
+    body, start = known.body, known.layout.first
+    entry = read_piece(body[start : _close_after(body, start, start, len(body), known.layout.per)],
+                       True)
     return None if entry is None else entry[0]
 
 
