@@ -207,3 +207,27 @@ def test_mappings_with_a_key_in_an_attribute_are_read_from_the_whole_body() -> N
     assert list(plain_mappings(body)) == ["T1"]
     with pytest.raises(BodyError):
         plain_mappings(body.replace(b'"totalQueues":2', b'"totalQueues":"two"'))
+
+
+@pytest.mark.parametrize(("attributes", "refused"), [
+    (b'{"a":{"b":"c"}}', True),  # nested: the full decode refuses the body
+    (b'{"a":["b"]}', True),
+    (b'{"a":1}', False),  # a number: the full decode keeps it as text
+    (b'{"a":null}', False),  # dropped by the full decode
+    (b"[]", True),
+])
+def test_attributes_other_than_a_map_of_strings_are_left_to_the_full_decode(
+        attributes: bytes, refused: bool) -> None:
+    old = body5(cfgs(30))
+    body = body5(cfgs(30), 2).replace(b'"T7":{"attributes":{}', b'"T7":{"attributes":'
+                                      + attributes, 1)
+    assert register_scan.read_piece(b',"T7":{"attributes":' + attributes + b',"order":false,'
+                                    b'"perm":6,"readQueueNums":16,"topicFilterType":'
+                                    b'"SINGLE_TAG","topicName":"T7","topicSysFlag":0,'
+                                    b'"writeQueueNums":16', False) is None
+    assert plain(body).diff(known(old)) is None
+    if refused:
+        with pytest.raises(BodyError):
+            full(body)
+    else:
+        assert full(body)["T7"] == (6, 16, 0, 16)
