@@ -22,7 +22,8 @@ from typing import Any
 
 import orjson
 
-from cluster.core.protocol.register_body import QueueFields, queue_fields
+from cluster.core.protocol.plain_config import QueueFields
+from cluster.core.protocol.register_body import queue_fields
 from cluster.core.protocol.register_scan import KnownPieces, PlainTable, TableDiff
 from state.store import (
     APPLIED,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cluster.core.protocol import register_body, register_scan
+from cluster.core.protocol import register_body, register_layout, register_scan
 from cluster.core.protocol.body_common import BodyError
 from cluster.core.protocol.mapping_body import plain_mappings
 
@@ -183,7 +183,7 @@ def test_other_5x_layouts_are_not_cut(edit: tuple[bytes, bytes], why: str) -> No
 def test_a_tail_beyond_the_search_is_not_cut() -> None:
     infos = {f"T{i}": {**INFO, "topic": f"T{i}", "bname": "b" * 400} for i in range(200)}
     body = body5(cfgs(10), mappings=infos)
-    assert len(body) - body.index(b',"topicQueueMappingDetailMap"') > register_scan.MAX_TAIL
+    assert len(body) - body.index(b',"topicQueueMappingDetailMap"') > register_layout.MAX_TAIL
     table = plain(body)  # the maps would be pieces of the table: they do not read as entries
     assert table.known(table.queues()) is None
     assert plain(body).diff(known(body5(cfgs(10)))) is None

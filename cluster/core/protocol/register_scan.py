@@ -9,11 +9,11 @@ every TopicConfig and the static-topic maps after the table
 ``}``, the table gives one fragment per TopicConfig in 4.9's layout, two in 5.x's (the
 attributes close the first); joined in those groups, one *piece* per topic: its entry
 without the closing brace, every piece but the first starting with ``,``. A piece holding a
-brace in a string splits into fragments that do not read as an entry, so such a table
-falls back to the full decode.
+``}`` in a string splits into fragments that do not read as an entry, so such a table falls
+back to the full decode. Where the table lies is :func:`register_layout.table_layout`'s.
 
 A piece is read alone as ``{`` piece ``}}`` and kept only when it is a plain TopicConfig
-keyed by its own topic (:func:`register_body.plain_entry`: exactly the seven fields with the
+keyed by its own topic (:func:`plain_config.plain_entry`: exactly the seven fields with the
 types a broker writes, and 5.x's attributes as a map of strings, hence no other nesting and
 no number orjson cannot hold). The whole table is the ``,``-joined pieces, so when every
 piece reads alone as such an entry and no topic repeats, the full decode of the body gives
@@ -28,32 +28,28 @@ from __future__ import annotations
 
 import itertools
 import operator
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 import xxhash
 
-from cluster.core.protocol.lenient import loads_lenient
-from cluster.core.protocol.register_body import (
-    QueueFields,
-    RegisterHead,
-    decode_register_named_queues,
-    plain_entry,
+from cluster.core.protocol.plain_config import QueueFields, plain_entry
+from cluster.core.protocol.register_body import RegisterHead, decode_register_named_queues
+from cluster.core.protocol.register_layout import (
+    MAPPING_VERSION,
+    Layout,
+    close_after,
+    close_before,
+    close_in_end,
+    group,
+    table_layout,
 )
 
 # (topic, QueueFields) of one table entry, and piece → entry for the pieces after the first.
 Entry = tuple[str, QueueFields]
 Entries = dict[bytes, Entry]
 
-_TABLE_KEY = b',"topicConfigTable":{'
-_END = b"}}"  # closes the wrapper and the body, after the table and its tail
-_TAIL_KEY = b'},"topicQueueMappingDetailMap":'  # 5.x: the table's close, then its maps
-# A 5.x tail is looked for this far from the end of the body (beyond: no cut, full decode).
-MAX_TAIL = 64 * 1024
-_NOT_IN_TAIL = frozenset(("dataVersion", "topicConfigTable"))
 # Beyond this share of pieces not seen before, the diff gives up for the full decode.
 MAX_UNSEEN_SHARE = 1 / 8
 # A table differing from the last one in at most MAX_SPANS spans holding at most this share
@@ -125,16 +121,6 @@ class KnownPieces:
         self.body, self.layout = diff.body, diff.layout
 
 
-@dataclass(frozen=True, slots=True)
-class Layout:
-    """Where a body's table lies: its first piece at ``first``, its closing ``}`` at ``end``,
-    ``per`` fragments per piece (1: 4.9's TopicConfig, 2: 5.x's with attributes)."""
-
-    first: int
-    end: int
-    per: int
-
-
 class PlainTable:
     """The topic table of a plain JSON body whose head :func:`register_body.register_head` read."""
 
@@ -180,7 +166,7 @@ class PlainTable:
         if layout is None:
             return None
         cut = self._body[layout.first : layout.end].split(b"}")
-        return None if cut.pop() else _group(cut, layout.per)
+        return None if cut.pop() else group(cut, layout.per)
 
     def known(self, queues: Mapping[str, QueueFields]) -> KnownPieces | None:
         """The pieces after the first with their entries in ``queues``, this table's full
@@ -261,7 +247,7 @@ class PlainTable:
         if a1 <= a0 or body[a1 - 1] != _CLOSE:
             return None  # no pieces, or the last one is not closed
         tail = _common_suffix(body, a1, old, b1, min(a1 - a0, b1 - b0))
-        stop = _close_in_end(body, a1 - tail, a1, per)  # the common end, from a closing on
+        stop = close_in_end(body, a1 - tail, a1, per)  # the common end, from a closing on
         old_stop = b1 - (a1 - stop)
         spans: list[Span] = []
         budget = MAX_SPAN_SHARE * (a1 - a0)
@@ -273,13 +259,13 @@ class PlainTable:
                              else (0, 0))
             if same == limit and stop - at == old_stop - old_at:
                 return spans
-            begin = _close_before(body, at, at + same, per) + 1 or at
+            begin = close_before(body, at, at + same, per) + 1 or at
             old_begin = old_at + (begin - at)
             if same == limit:  # one side is at the common end: the rest is one span
                 end, old_end = stop, old_stop
             else:  # to the closing of the piece holding the first difference, on each side
-                end = _close_after(body, at, at + differs - 1, stop + 1, per)
-                old_end = _close_after(old, old_at, old_at + differs - 1, old_stop + 1, per)
+                end = close_after(body, at, at + differs - 1, stop + 1, per)
+                old_end = close_after(old, old_at, old_at + differs - 1, old_stop + 1, per)
                 if end < 0 or old_end < 0:
                     return None  # not laid out in pieces after all
             spans.append((begin, end, old_begin, old_end))
@@ -307,12 +293,12 @@ class PlainTable:
         old_first = False
         for begin, end, old_begin, old_end in spans:
             if end > begin:
-                cut = _group(body[begin:end].split(b"}"), per)
+                cut = group(body[begin:end].split(b"}"), per)
                 if cut is None:
                     return None
                 pieces += zip(cut, [begin == first] + [False] * (len(cut) - 1), strict=True)
             if old_end > old_begin:
-                cut = _group(old[old_begin:old_end].split(b"}"), per)
+                cut = group(old[old_begin:old_end].split(b"}"), per)
                 if cut is None:
                     return None
                 if old_begin == known.layout.first:  # read in every table, never known
@@ -349,116 +335,6 @@ class PlainTable:
         if not topics.isdisjoint(kept_topics):
             return None
         return TableDiff(decoded, body, layout)
-
-
-_MAPPING_VERSION_KEY = b',"mappingDataVersion":'
-
-
-def table_layout(body: bytes, start: int) -> Layout | None:
-    """Where the topic table of a body lies, ``start`` being the end of its DataVersion:
-    after a 5.x ``mappingDataVersion`` (valid JSON, which the full decode reads past), then
-    up to the 5.x tail (its maps, read here as the wrapper's last members) or, without one,
-    to the ``}}}`` closing table, wrapper and body. None for any other layout; whether the
-    table's pieces read as entries is for the caller to see."""
-    at = start
-    if body.startswith(_MAPPING_VERSION_KEY, at):
-        m = _MAPPING_VERSION.match(body, at)
-        if m is None or not _json_object(body[at + len(_MAPPING_VERSION_KEY) : m.end()]):
-            return None
-        at = m.end()
-    if not body.startswith(_TABLE_KEY, at):
-        return None
-    first = at + len(_TABLE_KEY)
-    end = body.rfind(_TAIL_KEY, max(first, len(body) - MAX_TAIL))
-    if end >= 0:
-        if not body.endswith(_END):
-            return None
-        members = _tail_members(body[end + 2 : -len(_END)])
-        if members is None or not _NOT_IN_TAIL.isdisjoint(members):
-            return None
-    elif body.endswith(b"}" + _END) and len(body) - len(_END) - 1 >= first:
-        end = len(body) - len(_END) - 1
-    else:
-        return None
-    fragment = body[first : body.find(b"}", first, end + 1)]
-    per = fragment.count(b"{")
-    return Layout(first, end, per) if per in (1, 2) else None
-
-
-def _tail_members(text: bytes) -> dict[str, Any] | None:
-    """The wrapper's members after the table, read as the full decode reads the body
-    (fastjson's liberties: a static topic's ``currIdMap`` has bare integer keys)."""
-    try:
-        obj = loads_lenient(b"{" + text + b"}")
-    except ValueError:
-        return None
-    return obj if type(obj) is dict else None
-
-
-def _json_object(text: bytes) -> dict[str, Any] | None:
-    """``text`` read as one strict JSON object, or None."""
-    try:
-        obj = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    return obj if type(obj) is dict else None
-
-
-def _group(fragments: list[bytes], per: int) -> list[bytes] | None:
-    """Fragments (a table cut at every ``}``) joined into pieces of ``per`` each; None when
-    they do not come out even."""
-    if per == 1:
-        return fragments
-    if len(fragments) % per:
-        return None
-    return list(map(b"}".join, zip(fragments[::2], fragments[1::2], strict=True)))
-
-
-# Where a table's pieces close. With 4.9's layout every "}" closes a piece; with 5.x's
-# (``per`` 2) a piece holds a "}" of its own, which closes its attributes: the text before
-# that one, from the "}" before it, holds the "{" of the entry and of its attributes, the
-# text before a piece's closing holds none. In a table cut into pieces that read as entries
-# this tells them apart; anywhere else a wrong guess gives pieces that do not read so.
-
-
-def _closes(body: bytes, at: int, p: int) -> bool:
-    """Whether the "}" at ``p`` closes a piece (5.x), ``at`` being where a piece starts
-    at or before it."""
-    q = body.rfind(b"}", at, p)
-    return body.find(b"{", q + 1 if q >= 0 else at, p) < 0
-
-
-def _close_before(body: bytes, at: int, hi: int, per: int) -> int:
-    """The last "}" closing a piece in ``body[at:hi]``, ``at`` being where a piece starts;
-    -1 when none."""
-    p = body.rfind(b"}", at, hi)
-    if per == 1 or p < 0 or _closes(body, at, p):
-        return p
-    return body.rfind(b"}", at, p)
-
-
-def _close_after(body: bytes, at: int, lo: int, hi: int, per: int) -> int:
-    """The first "}" closing a piece in ``body[lo:hi]``, ``at`` <= ``lo`` being where a piece
-    starts; -1 when none."""
-    p = body.find(b"}", lo, hi)
-    if per == 1 or p < 0 or _closes(body, at, p):
-        return p
-    return body.find(b"}", p + 1, hi)
-
-
-def _close_in_end(body: bytes, lo: int, end: int, per: int) -> int:
-    """The first "}" closing a piece in ``body[lo:end]``, ``end`` being where the table
-    closes, told apart by what follows it only (a piece after a piece's closing holds a
-    "{" before its first "}"): the bytes from ``lo`` on are the same in both tables."""
-    p = body.find(b"}", lo, end)
-    if p < 0:
-        return end - 1
-    if per == 1:
-        return p
-    q = body.find(b"}", p + 1, end)
-    if q < 0 or body.find(b"{", p + 1, q) >= 0:
-        return p
-    return q
 
 
 def _common_prefix(a: bytes, a0: int, b: bytes, b0: int, n: int, step: int
@@ -503,7 +379,7 @@ def _common_suffix(a: bytes, a1: int, b: bytes, b1: int, n: int) -> int:
 def _first_topic(known: KnownPieces) -> str | None:
     """The topic of the first piece of the table applied last."""
     body, start = known.body, known.layout.first
-    entry = read_piece(body[start : _close_after(body, start, start, len(body), known.layout.per)],
+    entry = read_piece(body[start : close_after(body, start, start, len(body), known.layout.per)],
                        True)
     return None if entry is None else entry[0]
 
@@ -525,11 +401,6 @@ def read_piece(piece: bytes, first: bool) -> Entry | None:
     return None if fields is None else (key, fields)
 
 
-# A 5.x broker writes its static topics' DataVersion after the topics' one; it is no part of
-# the topic table (and a tool may stamp it anew on every registration).
-_MAPPING_VERSION = re.compile(rb',"mappingDataVersion":\{[^{}]*\}')
-
-
 def topic_table_digest(body: bytes | memoryview, head: RegisterHead) -> str:
     """Digest of the body after the head's DataVersion (and a 5.x mappingDataVersion): equal
     digests, equal topic tables (and static-topic tables).
@@ -539,5 +410,5 @@ def topic_table_digest(body: bytes | memoryview, head: RegisterHead) -> str:
     collide could only stand for that broker's own earlier table, which it may send anyway.
     """
     rest = memoryview(body)[head.table_offset :]
-    skip = _MAPPING_VERSION.match(rest)
+    skip = MAPPING_VERSION.match(rest)
     return xxhash.xxh3_128_hexdigest(rest[skip.end() :] if skip else rest)
