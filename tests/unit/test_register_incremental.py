@@ -292,14 +292,14 @@ def test_random_sequences_match_with_short_runs_and_slack(
     run_sequence(pair, seed, 40)
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=20, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_random_5x_sequences_match_the_full_decode(pair5: Pair, seed: int) -> None:
     run_sequence(pair5, seed, 40)
 
 
-@settings(max_examples=20, deadline=None,
+@settings(max_examples=10, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), knobs=st.sampled_from([(2, 1), (16, 8), (64, 32)]))
 def test_random_5x_sequences_match_with_short_runs_and_slack(
