@@ -19,6 +19,7 @@ from supervisor.policy import RestartPolicy
 from supervisor.probe import Probe
 
 Emit = Callable[..., None]
+Launch = Callable[["ChildSpec"], "procs.Proc | None"]  # a fork instead of exec, when it can
 STARTING_PROBE_S = 0.1
 LINE_TAIL = 4096
 
@@ -65,8 +66,9 @@ class _Run:
 
 class Child:
     def __init__(self, spec: ChildSpec, policy: RestartPolicy, timing: Timing,
-                 emit: Emit) -> None:
+                 emit: Emit, launch: Launch | None = None) -> None:
         self.spec = spec
+        self.launch = launch
         self.policy = policy
         self.timing = timing
         self.emit = emit
@@ -246,7 +248,8 @@ class Child:
         spec = self.spec
         _rotate(spec.log_path, self.timing.log_max_bytes)
         try:
-            proc = procs.spawn(spec.argv, spec.cwd, spec.log_path, spec.env)
+            proc = (self.launch and self.launch(spec)) or \
+                procs.spawn(spec.argv, spec.cwd, spec.log_path, spec.env)
         except OSError as exc:
             self.last_exit = f"spawn failed: {exc.strerror or exc}"
             self.want_up = False

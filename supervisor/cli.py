@@ -99,12 +99,12 @@ def cmd_up(args: argparse.Namespace) -> int:
     view = LiveView(cfg, sys.stdout.isatty())
     sup = Supervisor(cfg, emit=view.event)
     sup.add_nodes()
-    _add_addr_service(sup)
     sup.start_all()
-    sim = BrokerSimHook(cfg, args.brokers)
+    late = [hook for hook in (_addr_service(cfg), _broker_sim(cfg, args.brokers)) if hook]
 
     def on_tick(s: Supervisor) -> None:
-        sim.tick(s)
+        for hook in late:
+            hook.tick(s)
         view.tick(s)
 
     rc = sup.run(on_tick)
@@ -112,41 +112,54 @@ def cmd_up(args: argparse.Namespace) -> int:
     return rc
 
 
-def _add_addr_service(sup: Supervisor) -> None:
+def _child_spec(cfg: ClusterConfig, name: str, *args: str) -> ChildSpec:
+    """``pynamesrv NAME ARGS -c CLUSTER_FILE`` as a managed child logging to the data dir."""
+    return ChildSpec(name=name, argv=[*python_module("cluster.cli"), name, "-c", str(cfg.path),
+                                      *args],
+                     cwd=cfg.data_dir, log_path=cfg.data_dir / f"{name}.log", env=child_env(),
+                     kind=name)
+
+
+def _addr_service(cfg: ClusterConfig) -> LateChild | None:
     """``supervisor.addr_service``: ``pynamesrv addr-service`` as a managed child, following
     this supervisor's nodes through the control endpoint (README "Address service")."""
-    cfg = sup.cfg
     if cfg.supervisor.addr_service is None:
-        return
+        return None
     if ADDR_SERVICE not in _commands:
         raise UserError(f"supervisor.addr_service needs the `pynamesrv {ADDR_SERVICE}` command,"
                         " which this installation does not have")
-    argv = [sys.executable, "-m", "cluster.cli", ADDR_SERVICE, "-c", str(cfg.path),
-            "--listen", cfg.supervisor.addr_service]
-    sup.add_child(ChildSpec(name=ADDR_SERVICE, argv=argv, cwd=cfg.data_dir,
-                            log_path=cfg.data_dir / f"{ADDR_SERVICE}.log", env=child_env(),
-                            kind=ADDR_SERVICE))
+    return LateChild(_child_spec(cfg, ADDR_SERVICE, "--listen", cfg.supervisor.addr_service),
+                     nodes_booted)
 
 
-class BrokerSimHook:
-    """Starts ``pynamesrv broker-sim`` as a managed child once every node is ready."""
+def _broker_sim(cfg: ClusterConfig, brokers: int) -> LateChild | None:
+    """``--brokers N``: the broker simulator, once every node is ready."""
+    if not brokers:
+        return None
+    return LateChild(_child_spec(cfg, BROKER_SIM, "--brokers", str(brokers)),
+                     lambda sup: sup.ready_announced)
 
-    def __init__(self, cfg: ClusterConfig, brokers: int) -> None:
-        self.cfg = cfg
-        self.brokers = brokers
+
+def nodes_booted(sup: Supervisor) -> bool:
+    """No node is starting any more: each answers, or has crashed, stopped or failed."""
+    return not any(c.state == "starting" for c in sup.nodes())
+
+
+class LateChild:
+    """A managed child started once ``due(supervisor)`` holds, not with the nodes: the
+    address service once they have booted (it follows them, and its own start-up would
+    only slow theirs), the broker simulator once every node is ready."""
+
+    def __init__(self, spec: ChildSpec, due: Callable[[Supervisor], bool]) -> None:
+        self.spec = spec
+        self.due = due
         self.started = False
 
     def tick(self, sup: Supervisor) -> None:
-        if self.started or not self.brokers or not sup.ready_announced or sup.shutting_down:
+        if self.started or sup.shutting_down or not self.due(sup):
             return
         self.started = True
-        argv = [*python_module("cluster.cli"), BROKER_SIM, "-c", str(self.cfg.path),
-                "--brokers", str(self.brokers)]
-        child = sup.add_child(ChildSpec(
-            name=BROKER_SIM, argv=argv, cwd=self.cfg.data_dir,
-            log_path=self.cfg.data_dir / f"{BROKER_SIM}.log", env=child_env(),
-            kind=BROKER_SIM))
-        child.start(sup.now())
+        sup.add_child(self.spec).start(sup.now())
 
 
 class LiveView:

@@ -21,6 +21,7 @@ from cluster.core.config import ClusterConfig, NodeConfig
 from cluster.core.procs import python_module
 from supervisor import commands, procs
 from supervisor.child import Child, ChildSpec, Timing
+from supervisor.launcher import Launcher
 from supervisor.nodefiles import write_properties
 from supervisor.policy import RestartPolicy
 from supervisor.reload import Reloads
@@ -61,6 +62,7 @@ class Supervisor:
         self.ready_announced = False
         self._signals: list[int] = []
         self.server = ControlServer(cfg.control, lambda req: commands.dispatch(self, req))
+        self.launcher = _launcher(cfg, self.events)  # first: its imports overlap the page's
         self.status_page = _status_page(cfg)  # None unless supervisor.status_http is set
         self._wake_r, self._wake_w = os.pipe()
         for fd in (self._wake_r, self._wake_w):
@@ -99,7 +101,8 @@ class Supervisor:
         timing = Timing(s.readiness_timeout_s, s.probe_interval_ms / 1000,
                         s.probe_timeout_ms / 1000, s.hung_after_failures, s.stop_grace_s,
                         s.log_max_bytes)
-        child = Child(spec, policy, timing, self.events)
+        launch = self._launch if spec.kind == "node" and self.launcher is not None else None
+        child = Child(spec, policy, timing, self.events, launch)
         self._children.append(child)
         return child
 
@@ -114,6 +117,16 @@ class Supervisor:
             name=node.name, argv=node_argv(sys.executable, node), cwd=node.data_dir,
             log_path=node.data_dir / "node.log", env=child_env(),
             host=node.host, port=node.port, ready_marker=READY_MARKER))
+
+    def _launch(self, spec: ChildSpec) -> procs.Proc | None:
+        """The node forked by the launcher; None (exec it) when the launcher cannot."""
+        launcher = self.launcher
+        if launcher is None or not launcher.alive:
+            return None
+        proc = launcher.spawn(spec.argv, spec.cwd, spec.log_path, spec.env)
+        if launcher.gone_why:
+            self.events("launcher_gone", why=launcher.gone_why)
+        return proc
 
     def forget(self, child: Child) -> None:
         """Drop a child that is no longer alive (a node removed by a reload)."""
@@ -141,6 +154,8 @@ class Supervisor:
                     on_tick(self)
         finally:
             self._kill_everything()
+            if self.launcher is not None:
+                self.launcher.close()
             self.server.close()
             if self.status_page is not None:
                 self.status_page.close()
@@ -159,6 +174,7 @@ class Supervisor:
     def _step(self) -> None:
         self._handle_signals()
         now = self.now()
+        self._reap_strays()
         for c in self._children:
             c.tick(now)
         self.reloads.tick(now)
@@ -169,6 +185,19 @@ class Supervisor:
         timeout = self._timeout(now)
         for sock, _ in poller.poll(int(timeout * 1000)):
             handlers[sock if isinstance(sock, int) else id(sock)]()
+
+    def _reap_strays(self) -> None:
+        """What nodes left behind and was handed to this process (the launcher makes it a
+        child subreaper): reaped here; the children themselves are reaped by their pidfd."""
+        launcher = self.launcher
+        if launcher is None:
+            return
+        was_alive = launcher.alive
+        launcher.poll()
+        if was_alive and not launcher.alive:
+            self.events("launcher_gone", why=launcher.gone_why)
+        keep = {c.run.proc.pid for c in self._children if c.run is not None}
+        procs.reap_strays(keep | {launcher.pid})
 
     def _check_cluster(self, now: float) -> None:
         if self.shutting_down:
@@ -275,6 +304,19 @@ def format_fields(fields: dict[str, Any]) -> str:
 def _quote(v: Any) -> str:
     text = str(v)
     return f'"{text}"' if (" " in text or not text) else text
+
+
+def _launcher(cfg: ClusterConfig, emit: Callable[..., None]) -> Launcher | None:
+    """The node launcher (``supervisor.launcher``), or None if it cannot start (nodes are
+    then started by ``exec``)."""
+    try:
+        launcher = Launcher.start(sys.executable, cfg.data_dir,
+                                  cfg.data_dir / "launcher.log", child_env())
+    except OSError as exc:
+        emit("launcher_gone", why=f"cannot start: {exc.strerror or exc}")
+        return None
+    emit("launcher", pid=launcher.pid)
+    return launcher
 
 
 def _status_page(cfg: ClusterConfig) -> StatusPage | None:

@@ -23,7 +23,7 @@ class Proc:
     pgid: int
     pidfd: int
     stdout_fd: int | None
-    popen: subprocess.Popen[bytes]
+    popen: subprocess.Popen[bytes] | None  # None: forked by the node launcher
 
 
 def spawn(argv: Sequence[str], cwd: Path, log_path: Path, env: dict[str, str]) -> Proc:
@@ -61,7 +61,8 @@ def reap(proc: Proc) -> str:
         _, status = os.waitpid(proc.pid, 0)
     except ChildProcessError:
         status = -1
-    proc.popen.returncode = 0 if status == -1 else os.waitstatus_to_exitcode(status)
+    if proc.popen is not None:  # so that subprocess never waits for it again
+        proc.popen.returncode = 0 if status == -1 else os.waitstatus_to_exitcode(status)
     close_proc(proc)
     return describe_status(status)
 
@@ -74,9 +75,28 @@ def close_proc(proc: Proc) -> None:
 
 
 def close_stdout(proc: Proc) -> None:
-    if proc.popen.stdout is not None:
+    if proc.popen is None:
+        if proc.stdout_fd is not None:
+            os.close(proc.stdout_fd)
+    elif proc.popen.stdout is not None:
         proc.popen.stdout.close()
     proc.stdout_fd = None
+
+
+def reap_strays(keep: set[int]) -> list[int]:
+    """Reap the children that ended and are none of ``keep`` (the pids watched elsewhere):
+    processes a node left behind (its zygote, its workers), which its death hands over to
+    this process when it is a child subreaper. Returns their pids."""
+    reaped: list[int] = []
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return reaped
+        if info is None or info.si_pid in keep:  # a watched child: its own handler reaps it
+            return reaped
+        os.waitpid(info.si_pid, 0)
+        reaped.append(info.si_pid)
 
 
 def describe_status(status: int) -> str:

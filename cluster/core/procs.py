@@ -6,11 +6,13 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
+_PR_SET_CHILD_SUBREAPER = 36
+ARG_START_FIELD, ARG_END_FIELD = 48, 49  # of /proc/PID/stat (proc(5)), since Linux 3.5
 
 
 def _prctl(option: int, arg: int | ctypes.c_char_p) -> int:
@@ -31,6 +33,24 @@ def set_process_name(name: str) -> None:
         _prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]))
 
 
+def set_command_line(argv: Sequence[str]) -> None:
+    """Show ``argv`` as this process's command line (``ps``, ``/proc/PID/cmdline``, psutil),
+    as setproctitle(3) does: written over the process's own argument strings, cut to their
+    length, its last byte left non-NUL so the kernel reads the line up to its first NUL.
+    A process that needs room for a longer line is started with a blank argument (the
+    supervisor's node launcher, ``worker.controller.launcher``)."""
+    if not sys.platform.startswith("linux"):
+        return
+    stat = Path("/proc/self/stat").read_bytes()
+    fields = stat[stat.rfind(b")") + 2:].split()  # fields 3 (state) onwards
+    start, end = int(fields[ARG_START_FIELD - 3]), int(fields[ARG_END_FIELD - 3])
+    room = end - start
+    if room < 2:
+        return
+    line = " ".join(argv).encode()[: room - 2]
+    ctypes.memmove(start, line + b"\0" * (room - 1 - len(line)) + b" ", room)
+
+
 def exit_with_parent(sig: int = signal.SIGKILL, parent: int | None = None) -> None:
     """Ask the kernel to send ``sig`` when the parent dies.
 
@@ -41,6 +61,13 @@ def exit_with_parent(sig: int = signal.SIGKILL, parent: int | None = None) -> No
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
     if parent is not None and os.getppid() != parent:
         os._exit(1)
+
+
+def become_subreaper() -> None:
+    """Orphaned descendants of this process become its children (``PR_SET_CHILD_SUBREAPER``),
+    not init's: a process forked by one of its children can be handed over to it."""
+    if _prctl(_PR_SET_CHILD_SUBREAPER, 1) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
 
 
 def die_with_this_process() -> Callable[[], None]:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import zmq
 
@@ -316,6 +317,48 @@ def test_a_node_that_keeps_dying_is_failed_and_the_rest_serve(small: Cluster) ->
     assert failed["last_exit"] and "exit code 2" in failed["last_exit"]
     assert small.node("n1")["state"] == "running"
     assert serves(small.addr("n1"))
+
+
+def _children(proc: subprocess.Popen[bytes] | None, name: str) -> list[psutil.Process]:
+    assert proc is not None
+    return [p for p in psutil.Process(proc.pid).children() if p.name() == name]
+
+
+def _zombies(proc: subprocess.Popen[bytes] | None) -> list[psutil.Process]:
+    assert proc is not None
+    return [p for p in psutil.Process(proc.pid).children()
+            if p.status() == psutil.STATUS_ZOMBIE]
+
+
+def test_nodes_forked_by_the_launcher_are_the_supervisors_and_work_without_it(
+        small: Cluster) -> None:
+    small.up()
+    [launcher] = _children(small.proc, "pns-launcher")
+    for name in ("n1", "n2"):
+        node = small.node(name)
+        proc = psutil.Process(node["pid"])
+        assert proc in _children(small.proc, "pns-node")
+        assert node["pgid"] == node["pid"]
+        line = proc.cmdline()  # the node's own, as if it had been started by exec
+        assert line[1:4] == ["-P", "-m", "worker.controller"], line
+        assert line[-4:] == ["--name", name, "--host", "127.0.0.1"], line
+        assert line[line.index("--port") + 1] == str(node["port"]), line
+    before = small.node("n1")
+    os.kill(before["pid"], signal.SIGKILL)  # its zygote and workers are handed to the supervisor
+    poll_until(lambda: (n := small.node("n1"))["pid"] != before["pid"]
+               and n["state"] == "running", BOOT_S, 0.05, "n1 restarted by the launcher")
+    assert serves(small.addr("n1"))
+    poll_until(lambda: not _zombies(small.proc), 10, 0.05, "what n1 left behind reaped")
+
+    launcher.kill()
+    poll_until(lambda: "event=launcher_gone" in small.output(), 10, 0.05, "launcher gone")
+    assert serves(small.addr("n1")) and serves(small.addr("n2"))
+    before = small.node("n2")
+    os.kill(before["pid"], signal.SIGKILL)
+    poll_until(lambda: (n := small.node("n2"))["pid"] != before["pid"]
+               and n["state"] == "running", BOOT_S, 0.05, "n2 restarted by exec")
+    assert serves(small.addr("n2"))
+    poll_until(lambda: not _zombies(small.proc), 10, 0.05, "the launcher and n2's rest reaped")
 
 
 def test_sigkill_of_the_supervisor_leaves_no_orphans(small: Cluster) -> None:

@@ -56,3 +56,24 @@ def test_one_store_per_data_dir(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     assert store_dir(tmp_path / "a") == store_dir(tmp_path / "x" / ".." / "a")
     assert store_dir(tmp_path / "a") != store_dir(tmp_path / "b")
+
+
+def test_a_claim_survives_another_nodes_sweep_of_the_directory_it_just_made(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s"
+    real_open = os.open
+    swept: list[str] = []
+
+    def open_after_a_sweep(file: str | os.PathLike[str], flags: int, mode: int = 0o777) -> int:
+        if str(file).endswith(store_home.LOCK_NAME) and not swept:  # a sweep between mkdir
+            swept.append(str(file))                                # and open
+            os.rmdir(path)
+        return real_open(file, flags, mode)
+
+    monkeypatch.setattr(os, "open", open_after_a_sweep)
+    fd = store_home.claim(path, wait_s=0)
+    monkeypatch.undo()
+    assert swept and (path / store_home.LOCK_NAME).exists()
+    with pytest.raises(UserError):
+        store_home.claim(path, wait_s=0)  # it is held
+    os.close(fd)

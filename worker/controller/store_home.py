@@ -46,7 +46,10 @@ def claim(path: Path, wait_s: float = CLAIM_WAIT_S) -> int:
     deadline = time.monotonic() + wait_s
     while True:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:  # another node's start swept the directory just made
+            continue
         if _try_lock(fd):
             if _still_linked(fd, path / LOCK_NAME):
                 return fd
