@@ -3,8 +3,9 @@
 # (unit, integration, spark, chaos, java, soak), lint (ruff) and type checks (mypy).
 # Extra arguments go to pytest, e.g. scripts/test.sh -k supervisor (then one pytest run).
 # Without them, two runs: the tests whose timing does not matter (unit, fuzz, integration,
-# spark) on PYNAMESRV_TEST_JOBS processes (default 2, pytest-xdist, a module per process),
-# then the chaos, java, soak and serial tests one at a time, alone on the machine.
+# spark, and the java tests marked differential: they compare replies, not timings) on
+# PYNAMESRV_TEST_JOBS processes (default 2, pytest-xdist, a module per process), then the
+# chaos, other java, soak and serial tests one at a time, alone on the machine.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/scripts/setup.sh" --peers || { echo "test: setup failed" >&2; exit 1; }
@@ -27,15 +28,17 @@ ruff_rc=$?
 mypy_rc=$?
 
 # Timing-sensitive or heavy: never beside another test. PYNAMESRV_TEST_SERIAL overrides the
-# marker expression (e.g. "chaos or soak or serial" runs the java tests in the parallel part).
-SERIAL="${PYNAMESRV_TEST_SERIAL:-chaos or java or soak or serial}"
+# marker expression (e.g. "chaos or soak or serial" runs every java test in the parallel part,
+# "chaos or java or soak or serial" none).
+SERIAL="${PYNAMESRV_TEST_SERIAL:-chaos or soak or serial or (java and not differential)}"
 if [ "$#" -gt 0 ]; then
   .venv/bin/pytest -m "" -p no:cacheprovider --junitxml="$REPORT/junit.xml" "$@"
   pytest_rc=$?
 else
   jobs="${PYNAMESRV_TEST_JOBS:-2}"
   parallel=()
-  [ "$jobs" -gt 1 ] && parallel=(-n "$jobs" --dist loadfile)
+  # a module per process, the longest first (tests/conftest.py LONG_MODULES)
+  [ "$jobs" -gt 1 ] && parallel=(-n "$jobs" --dist loadfile --no-loadscope-reorder)
   .venv/bin/pytest -m "not ($SERIAL)" "${parallel[@]}" -p no:cacheprovider \
     --junitxml="$REPORT/junit-parallel.xml"
   first_rc=$?

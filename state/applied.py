@@ -22,7 +22,8 @@ from typing import Any
 
 import orjson
 
-from cluster.core.protocol.register_body import QueueFields, queue_fields
+from cluster.core.protocol.plain_config import QueueFields
+from cluster.core.protocol.register_body import queue_fields
 from cluster.core.protocol.register_scan import KnownPieces, PlainTable, TableDiff
 from state.store import (
     APPLIED,
@@ -353,6 +354,14 @@ def put_missing_queues(t: Txn, name: str, queues: Mapping[str, QueueFields],
 
 
 PERM_WRITE = 2
+
+
+def put_missing_table(t: Txn, name: str, table: TopicTable) -> None:
+    """`put_missing_queues` of a table: when it reads piece by piece against `name`'s
+    records, only its pieces read alone can name a topic the records lack."""
+    applied = last_applied(t, name)
+    diff = None if applied is None else table.diff(applied)
+    put_missing_queues(t, name, table.queues() if diff is None else diff.changed())
 
 
 def forget_applied(t: Txn, name: str) -> None:

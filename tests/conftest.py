@@ -17,12 +17,36 @@ from tests.nodeproc import NodeProcess, free_port, poll_until
 __all__ = ["Reaper", "free_port", "poll_until"]
 
 SHORT_SOAK_S = 20.0
+# Seconds a module of the full run's parallel part takes (about; the longest only). Under
+# pytest-xdist (scripts/test.sh: --dist loadfile --no-loadscope-reorder) the modules are
+# handed out longest first, so the processes finish together instead of one starting a
+# long module when the other has nothing left.
+LONG_MODULES = {
+    "tests/spark/test_audit_job.py": 125, "tests/integration/test_audit_e2e.py": 80,
+    "tests/java_diff/test_corpus.py": 80, "tests/java_diff/test_random.py": 80,
+    "tests/spark/test_standalone_cluster.py": 65, "tests/java_diff/test_namesrv_config.py": 65,
+    "tests/integration/test_admin_verbs.py": 55, "tests/java_diff/test_five.py": 35,
+    "tests/integration/test_standalone.py": 35,
+    "tests/integration/test_node.py": 35, "tests/integration/test_supervisor.py": 30,
+    "tests/integration/test_addr_service.py": 25, "tests/unit/test_register_incremental.py": 20,
+    "tests/integration/test_acl_node.py": 20, "tests/integration/test_supervised_attacks.py": 15,
+    "tests/integration/test_fanout.py": 15, "tests/integration/test_supervisor_metrics.py": 15,
+    "tests/integration/test_cli_entry.py": 15, "tests/integration/test_limits.py": 15,
+    "tests/integration/test_tls.py": 15, "tests/fuzz/test_harness_smoke.py": 15,
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--soak-seconds", type=float, default=SHORT_SOAK_S,
                      help=f"how long each soak test runs (default {SHORT_SOAK_S:.0f} s, the "
                           "short form of every full run; e.g. 600 for the long form)")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own fixture-scope ordering, which it keeps
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """In a pytest-xdist worker: the longest modules first (each module's order kept)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: -LONG_MODULES.get(item.nodeid.split("::", 1)[0], 0))
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cluster.peers import cache, maven, native
+from cluster.peers import cache, cds, maven, native
 from cluster.peers.catalog import MAIN_CLASS, Release
 
 BOOT_MARKER = {
@@ -184,9 +184,11 @@ def mqadmin(release: Release, home: Path, args: Sequence[str], heap: str = "256m
             tools_yml: bool = True, jvm_extra: Sequence[str] = ()) -> PeerCommand:
     """``mqadmin ARGS`` as a release runs it (signing with conf/tools.yml unless told not)."""
     prepare_home(home, release, tools_yml=tools_yml)
-    argv = [*_jvm(release, "tools", home, heap, "serial",
-                  ["-XX:TieredStopAtLevel=1", *jvm_extra]), *args]
-    return PeerCommand(argv, home, _run_env(home))
+    env = _run_env(home)
+    jvm = _jvm(release, "tools", home, heap, "serial", ["-XX:TieredStopAtLevel=1", *jvm_extra])
+    archive = cds.archive_path(jvm[0], classpath(release, "tools"), f"tools-{release.name}")
+    shared = cds.options(jvm, archive, ["clusterList", "-n", "{closed}"], env)
+    return PeerCommand([jvm[0], *shared, *jvm[1:], *args], home, env)
 
 
 def proxy(release: Release, workdir: Path, namesrv_addr: str, cluster: str, grpc_port: int,

@@ -257,6 +257,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 @pytest.mark.java
+@pytest.mark.differential
 def test_reads_print_what_mqadmin_prints(cluster: Cluster) -> None:
     one = cluster.nodes[0].addr
     reads: list[tuple[str, list[str]]] = [
@@ -278,6 +279,7 @@ def test_reads_print_what_mqadmin_prints(cluster: Cluster) -> None:
 
 
 @pytest.mark.java
+@pytest.mark.differential
 def test_writes_print_what_mqadmin_prints_and_change_every_node(cluster: Cluster) -> None:
     ns, client = cluster.ns, cluster.client
     n_order = [n.addr for n in cluster.nodes]
@@ -396,6 +398,7 @@ def order_probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.java
+@pytest.mark.differential
 @pytest.mark.parametrize("release", sorted(MQADMIN))
 def test_java_orders_and_route_json_match_the_releases_classes(
         release: str, order_probe: Path, tmp_path: Path) -> None:

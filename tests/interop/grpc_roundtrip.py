@@ -23,12 +23,16 @@ from rocketmq import (  # type: ignore[import-untyped]
 
 INVISIBLE_S = 15
 BATCH = 16
+# The proxy's shortest long poll (grpcClientConsumerMinLongPollingTimeoutMillis): a receive
+# from the broker that does not hold the message returns after this, not the client's
+# default 20 s, before the next receive tries the other broker.
+AWAIT_S = 5
 
 
 def main(endpoint: str, topic: str, timeout_s: float) -> int:
     run = f"grpc-{time.time_ns()}"
     config = ClientConfiguration(endpoint, Credentials())
-    consumer = SimpleConsumer(config, run, {topic: FilterExpression()})
+    consumer = SimpleConsumer(config, run, {topic: FilterExpression()}, await_duration=AWAIT_S)
     producer = Producer(config, (topic,))
     consumer.startup()
     producer.startup()

@@ -112,9 +112,17 @@ def fresh_pair(tmp_path: Path, java_release: str
                                                java_release, settings)
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+WRITTEN: list[tuple[str, int, Path]] = []  # (release, differences, table) of this process
+
+
+def pytest_sessionfinish() -> None:
+    """Tables written in every process (an xdist worker has no terminal summary)."""
     from tests.java_diff import record
 
-    for release, count, path in record.write_tables():
+    WRITTEN.extend(record.write_tables())
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for release, count, path in WRITTEN:
         terminalreporter.write_line(
             f"java diff {release}: {count} differences recorded (not failed): {path}")

@@ -2,8 +2,9 @@
 
 A pair in record mode adds each unexplained difference here instead of raising;
 at the end of the session the table is written as Markdown to the test report
-directory (``$PYNAMESRV_REPORT_DIR``, else ``test-artifacts/``) and summed up in
-pytest's terminal summary.
+directory (``$PYNAMESRV_REPORT_DIR``, else ``test-artifacts/``), one file per release and
+pytest process (a pytest-xdist worker adds its name), and summed up in pytest's terminal
+summary.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def write_tables() -> list[tuple[str, int, Path]]:
     out = []
     for release in sorted({d.release for d in DIFFERENCES}):
         rows = [d for d in DIFFERENCES if d.release == release]
-        path = report_dir() / f"java-diff-{release}.md"
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        path = report_dir() / f"java-diff-{release}{f'-{worker}' if worker else ''}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         kinds = Counter(d.fields for d in rows)
         lines = [f"# Differences from the Java NameServer {release} ({len(rows)})", "",

@@ -29,10 +29,11 @@ from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.properties import parse_properties
 from tests.java_diff import record
 from tests.java_diff.conftest import NODE_SETTINGS, RECORDED
+from tests.java_diff.marks import JAVA
 from tests.javaproc import JavaNamesrv
 from tests.nodeproc import Conn, NodeProcess, free_port
 
-pytestmark = [pytest.mark.java]
+pytestmark = JAVA
 TIMEOUT_S = 30.0
 PATH_KEYS = ("kvConfigPath", "configStorePath", "rocketmqHome")
 # Keys Java does not know, added to both servers' config files: 10 of them make Java's

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster.peers import cache, install, java, maven
+from cluster.peers import cache, cds, install, java, maven
 from cluster.peers.catalog import RELEASES, release
 
 
@@ -136,3 +136,33 @@ def test_a_missing_component_names_the_install_command(peers_cache: Path,
         java.namesrv(release("5.5"), 1, tmp_path)
     with pytest.raises(java.PeerMissing, match="has no proxy"):
         java.proxy(release("4.9"), tmp_path, "x:1", "C", 1, 2)
+
+
+def fake_java(tmp_path: Path, makes_archive: bool) -> Path:
+    """A 'java' that records its runs and, if told, writes the -XX:ArchiveClassesAtExit file."""
+    script = tmp_path / "java"
+    write = ('for a in "$@"; do case "$a" in -XX:ArchiveClassesAtExit=*) '
+             'printf x > "${a#*=}";; esac; done\n') if makes_archive else ""
+    script.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "runs"}\n{write}')
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize("makes_archive", [True, False])
+def test_mqadmin_class_archive_is_made_once(peers_cache: Path, tmp_path: Path,
+                                            makes_archive: bool) -> None:
+    java_bin = fake_java(tmp_path, makes_archive)
+    jar = tmp_path / "tools.jar"
+    jar.write_bytes(b"PK")
+    archive = cds.archive_path(str(java_bin), str(jar), "tools-x")
+    assert archive.parent == peers_cache / "cds" and archive.name.startswith("tools-x-")
+    jvm = [str(java_bin), "-cp", str(jar), "Main"]
+    expected = [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"] if makes_archive else []
+    for _ in range(2):  # the second run finds the archive (or the failed training's marker)
+        assert cds.options(jvm, archive, ["clusterList", "-n", "{closed}"], {}) == expected
+    runs = (tmp_path / "runs").read_text().splitlines()
+    assert len(runs) == 1 and runs[0].startswith("-XX:ArchiveClassesAtExit=")
+    assert runs[0].split()[1:4] == ["-cp", str(jar), "Main"]
+    assert "{closed}" not in runs[0] and runs[0].split()[-2:][0] == "-n"
+    jar.write_bytes(b"PK2")  # new jars: a new archive
+    assert cds.archive_path(str(java_bin), str(jar), "tools-x") != archive
