@@ -22,7 +22,8 @@ from typing import Any
 
 import orjson
 
-from cluster.core.protocol.register_body import QueueFields, queue_fields
+from cluster.core.protocol.plain_config import QueueFields
+from cluster.core.protocol.register_body import queue_fields
 from cluster.core.protocol.register_scan import KnownPieces, PlainTable, TableDiff
 from state.store import (
     APPLIED,
@@ -33,6 +34,7 @@ from state.store import (
     Txn,
     dumps,
 )
+from state.topicsets import key_of
 
 
 class TopicTable:
@@ -112,6 +114,16 @@ _FIELDS: dict[QueueFields, QueueFields] = {}
 def already_applied(t: Txn, name: str, table: TopicTable) -> bool:
     stored = t.get(APPLIED, name)
     return stored is not None and table.digest() == stored
+
+
+def topic_count(t: Txn, name: str, table: TopicTable) -> int:
+    """How many topics `table` holds; not decoded when it is the table `name` applied last
+    (its records then hold exactly its topics): a slave registers its master's table."""
+    if already_applied(t, name, table):
+        known = last_applied_queues(t, name)
+        if known is not None:
+            return len(known)
+    return len(table.queues())
 
 
 def apply_topic_table(t: Txn, name: str, table: TopicTable) -> None:
@@ -239,23 +251,32 @@ def _apply_queues(t: Txn, name: str, queues: Mapping[str, QueueFields]) -> None:
     A topic's value ({brokerName: QueueData}, as `dumps` writes it) is edited as bytes:
     `name`'s entry replaced where it stands or added at the end, exactly where decoding,
     assigning and encoding would put it, but without decoding the entries of the other
-    brokers (a topic that 150 brokers carry is 13 KB: decoding and encoding it for each
-    broker's registration made registering a cluster quadratic)."""
+    brokers. Topics that share a value (`state.topicsets`) share its edit, made once."""
     head = dumps(name)
     entry_head = head + b':{"brokerName":' + head + b","
     entries: dict[QueueFields, bytes] = {}
+    edits: dict[tuple[bytes | None, QueueFields], tuple[bytes, bytes] | bool] = {}
+    changes = []
     for topic, fields in queues.items():
-        entry = entries.get(fields)
-        if entry is None:
-            entry = entries[fields] = entry_head + _ENTRY_FIELDS % fields
-        raw = t.get_raw("topic", topic)
-        new = _with_entry(raw, head, entry_head, entry)
-        if new is None:  # not in the form expected: decode it
+        key = topic.encode()
+        ref = t.topics.ref(key)
+        edit = edits.get((ref, fields))
+        if edit is None:
+            entry = entries.get(fields)
+            if entry is None:
+                entry = entries[fields] = entry_head + _ENTRY_FIELDS % fields
+            raw = None if ref is None else t.topics.value(ref)
+            new = _with_entry(raw, head, entry_head, entry)
+            edit = edits[(ref, fields)] = (
+                _DECODE if new is None else _HELD if new is raw else (new, key_of(new)))
+        if isinstance(edit, tuple):
+            changes.append((key, ref, *edit))
+        elif edit is _DECODE:  # not in the form expected: decode it
             _apply_decoded(t, name, topic, fields)
-        elif new is not raw:
-            t.put_raw("topic", topic, new, registering=True, differs=True)
+    t.put_topics(changes)
 
 
+_DECODE, _HELD = True, False  # the outcomes of an edit besides a new value and its key
 _ENTRY_FIELDS = b'"perm":%d,"readQueueNums":%d,"topicSysFlag":%d,"writeQueueNums":%d}'
 _ENTRY_TAIL = re.compile(rb'"perm":-?\d+,"readQueueNums":-?\d+,"topicSysFlag":-?\d+,'
                          rb'"writeQueueNums":-?\d+}')
@@ -319,14 +340,28 @@ def put_missing_queues(t: Txn, name: str, queues: Mapping[str, QueueFields],
     lack `name` get its QueueData (`read_only`: without write permission). The records
     stay as they are (each topic in them holds `name` already)."""
     known = last_applied_queues(t, name) or {}
+    holds: dict[bytes, bool] = {}  # whether a value holds `name`, by its key
     missing = {}
     for topic, (perm, read, flag, write) in queues.items():
-        if topic not in known and name not in (t.get("topic", topic) or {}):
+        if topic in known:
+            continue
+        ref = t.topics.ref(topic.encode())
+        if ref is not None and ref not in holds:
+            holds[ref] = name in orjson.loads(t.topics.value(ref))
+        if ref is None or not holds[ref]:
             missing[topic] = (perm & ~PERM_WRITE if read_only else perm, read, flag, write)
     _apply_queues(t, name, missing)
 
 
 PERM_WRITE = 2
+
+
+def put_missing_table(t: Txn, name: str, table: TopicTable) -> None:
+    """`put_missing_queues` of a table: when it reads piece by piece against `name`'s
+    records, only its pieces read alone can name a topic the records lack."""
+    applied = last_applied(t, name)
+    diff = None if applied is None else table.diff(applied)
+    put_missing_queues(t, name, table.queues() if diff is None else diff.changed())
 
 
 def forget_applied(t: Txn, name: str) -> None:

@@ -5,7 +5,8 @@ request sees one consistent view) and `now` in milliseconds where time matters.
 Read-only queries are in `state.queries`; the housekeeping entry points (a closed
 connection, the expiry scan, a dead I/O worker) are in `state.housekeeping`.
 
-Stored shapes: topic → {brokerName: QueueData}; broker → BrokerData with
+Stored shapes: topic → {brokerName: QueueData} (as `Txn` reads and writes it; stored as
+`state.topicsets` lays it out); broker → BrokerData with
 `brokerAddrs` keyed by the id as a decimal string; cluster → [brokerName];
 live → {lastUpdateTimestamp, dataVersion, channel, haServerAddr[,
 heartbeatTimeoutMillis]}; filter → [addr]; channel → [brokerAddr];
@@ -47,6 +48,7 @@ from state.store import Store, Txn, dumps
 from state.tableorder import hm_added as _hm_added
 from state.tableorder import hm_removed as _hm_removed
 from state.tableorder import java_order
+from state.topicsets import VALUES_KEPT
 
 PERM_WRITE = 2
 PERM_READ = 4
@@ -214,17 +216,33 @@ def remove_queue_datas(t: Txn, names: set[str]) -> None:
     if not names:
         return
     marks = [dumps(n) + b":" for n in names]
+    edits: dict[bytes, bytes | None] = {}  # a value → without `names` (None: unchanged)
     changes = []
-    for topic, raw in t.items_raw("topic"):
-        if any(m in raw for m in marks):
-            qmap = orjson.loads(raw)
-            if names.intersection(qmap):
-                changes.append((topic, {n: q for n, q in qmap.items() if n not in names}))
+    for topic, stored in t.items_raw("topic"):
+        raw = bytes(stored)  # topics sharing a value (`state.topicsets`) share its edit
+        if raw not in edits:
+            if len(edits) >= VALUES_KEPT:
+                edits.clear()
+            edits[raw] = _without(raw, names, marks)
+        rest = edits[raw]
+        if rest is not None:
+            changes.append((topic, rest))
     for topic, rest in changes:
-        if rest:
-            t.put("topic", topic, rest)
+        if rest != b"{}":
+            t.put_raw("topic", topic, rest)
         else:
             t.delete("topic", topic)
+
+
+def _without(raw: bytes, names: set[str], marks: list[bytes]) -> bytes | None:
+    """Topic value `raw` without the QueueData of `names` (encoded), None when it holds
+    none of them."""
+    if not any(m in raw for m in marks):
+        return None
+    qmap = orjson.loads(raw)
+    if not names.intersection(qmap):
+        return None
+    return dumps({n: q for n, q in qmap.items() if n not in names})
 
 
 def unregister_broker(t: Txn, cluster: str, addr: str, name: str, broker_id: int) -> None:

@@ -34,14 +34,17 @@ from typing import Any
 
 import orjson
 
-from state import live
+from state import live, nsconfig
 from state.applied import (
     TopicTable,
     already_applied,
     apply_read_only,
     apply_topic_table,
     forget_applied,
+    last_applied,
     put_missing_queues,
+    put_missing_table,
+    topic_count,
 )
 from state.route import (
     PERM_WRITE,
@@ -103,7 +106,7 @@ def register_broker(t: Txn, reg: Registration, now: int, delete_missing: bool = 
         _put_broker_data(t, bd, created)
         live.remove(t, live.key(reg.cluster, reg.addr, True))
         return {}
-    if bid not in addrs and len(reg.table.queues()) == 1:
+    if bid not in addrs and topic_count(t, reg.name, reg.table) == 1:
         _put_broker_data(t, bd, created)
         return None
     first = created or not addrs.get(bid)
@@ -176,7 +179,7 @@ def _apply_table(t: Txn, reg: Registration, bd: dict[str, Any], first: bool,
     elif first or changed:
         apply_topic_table(t, reg.name, reg.table)
     elif not already_applied(t, reg.name, reg.table):
-        put_missing_queues(t, reg.name, reg.table.queues())
+        put_missing_table(t, reg.name, reg.table)
     if first or changed:
         for topic, info in reg.mappings.items():
             infos = t.get("mapping", topic) or {}
@@ -219,7 +222,8 @@ def _master_of(t: Txn, cluster: str, bd: dict[str, Any], broker_id: int
 
 def decode_ahead(store: Store, reg: Registration) -> None:
     """The registration's costly part before the write lock: the topic table decoded now
-    when `register_broker` will read it whole."""
+    when `register_broker` will read it whole; left undecoded when the stored records show
+    it unchanged or to be read piece by piece (its pieces compared here)."""
     with store.read() as t:
         if not needs_topic_queues(t, reg):
             return
@@ -227,11 +231,26 @@ def decode_ahead(store: Store, reg: Registration) -> None:
 
 
 def needs_topic_queues(t: Txn, reg: Registration) -> bool:
-    """Whether `register_broker` would decode the topic table (so the caller decodes it
-    before taking the write lock)."""
-    if reg.broker_id != 0 and reg.acting is None:
+    """Whether `register_broker`, run on this state, would decode the topic table whole (so
+    the caller decodes it before taking the write lock). A master applying a table that
+    differs from the one its name applied last in a few pieces reads only those
+    (`apply_topic_table`, the pieces compared here); deleteTopicWithBrokerRegistration and a
+    prime slave of a group with acting master read the whole table."""
+    if reg.broker_id != 0:
+        if reg.acting is None:
+            return False  # a 4.9 slave applies nothing
+        bd = t.get("broker", reg.name)
+        addrs = {k: v for k, v in (bd["brokerAddrs"] if bd else {}).items() if v != reg.addr}
+        if not is_prime_slave(reg, {**addrs, str(reg.broker_id): reg.addr}):
+            return False
+        if reg.acting:
+            return True
+    if not reg.mappings and nsconfig.get_bool(t, "deleteTopicWithBrokerRegistration"):
+        return True
+    if already_applied(t, reg.name, reg.table):
         return False
-    return not already_applied(t, reg.name, reg.table)
+    applied = last_applied(t, reg.name)
+    return applied is None or reg.table.diff(applied) is None
 
 
 # ---------------------------------------------------------------- unregistration

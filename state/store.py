@@ -13,18 +13,22 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import lmdb
 import orjson
 
+from state import topicsets
+
 TABLES: tuple[str, ...] = (
     "topic", "broker", "cluster", "live", "filter", "channel", "kv", "config", "meta",
     "applied", "applied_queues", "applied_delta", "applied_stamp", "mapping",
 )
 # "mapping": topic → {brokerName: TopicQueueMappingInfo} of static topics (5.x).
+# "topic": topic → {brokerName: QueueData} as read and written here; stored as
+# `state.topicsets` lays it out (with "topic_sets" and "topic_refs").
 # Tables whose content is visible in route replies: a real change bumps meta["gen"], which
 # empties every cache of route replies. "kv" and "config" count too: with
 # orderMessageEnable, a reply carries the topic's ORDER_TOPIC_CONFIG entry.
@@ -41,9 +45,10 @@ APPLIED_QUEUES = "applied_queues"
 APPLIED_DELTA = "applied_delta"
 APPLIED_STAMP = "applied_stamp"
 APPLIED_TABLES = (APPLIED, APPLIED_QUEUES, APPLIED_DELTA, APPLIED_STAMP)
+TOPIC = topicsets.TOPIC
 MAX_READERS = 256
 # meta["format"]: the layout of the tables; a store of another layout is not reopened
-FORMAT = 1
+FORMAT = 2
 DEFAULT_MAP_SIZE = 256 * 1024 * 1024
 _OPTS = orjson.OPT_NON_STR_KEYS
 
@@ -55,20 +60,34 @@ def dumps(value: Any) -> bytes:
 class Txn:
     """One LMDB transaction with JSON values and str keys, per named table."""
 
-    __slots__ = ("_txn", "_dbs", "route_changed", "_applied_cleared")
+    __slots__ = ("_txn", "_dbs", "route_changed", "_applied_cleared", "_topics")
 
     def __init__(self, txn: lmdb.Transaction, dbs: dict[str, Any]) -> None:
         self._txn = txn
         self._dbs = dbs
         self.route_changed = False
         self._applied_cleared = False
+        self._topics: topicsets.TopicSets | None = None
+
+    @property
+    def topics(self) -> topicsets.TopicSets:
+        """The topic table's layout in this transaction."""
+        if self._topics is None:
+            self._topics = topicsets.TopicSets(self._txn, self._dbs)
+        return self._topics
 
     def get(self, table: str, key: str) -> Any:
         raw = self._txn.get(key.encode(), db=self._dbs[table])
+        if raw is not None and table == TOPIC:  # the key of the value (`state.topicsets`)
+            raw = self._txn.get(raw, db=self._dbs[topicsets.SETS])
+            if raw is None:
+                raise topicsets.TopicSetError(f"topic table: no value for {key!r}")
         return None if raw is None else orjson.loads(raw)
 
     def get_raw(self, table: str, key: str) -> bytes | None:
         """The stored JSON text of `key`, undecoded."""
+        if table == TOPIC:
+            return self.topics.get(key.encode())
         raw = self._txn.get(key.encode(), db=self._dbs[table])
         return None if raw is None else bytes(raw)
 
@@ -86,12 +105,28 @@ class Txn:
         not the stored value (which is then not read to compare)."""
         db = self._dbs[table]
         k = key.encode()
+        if table == TOPIC:
+            if self.topics.put(k, raw):
+                self._changed(table, registering)
+            return
         if not differs and self._txn.get(k, db=db) == raw:
             return
         self._txn.put(k, raw, db=db)
         self._changed(table, registering)
 
+    def put_topics(self, changes: Iterable[tuple[bytes, bytes | None, bytes, bytes]]) -> None:
+        """A registration's writes to the topic table, each (topic, the key of its value
+        now, new value, its key: `topicsets.key_of`): topics given one value share one
+        hash, and the caller read the keys they have."""
+        if self.topics.put_many(changes):
+            self._changed(TOPIC, True)
+
     def delete(self, table: str, key: str) -> bool:
+        if table == TOPIC:
+            removed = self.topics.delete(key.encode())
+            if removed:
+                self._changed(table, False)
+            return removed
         removed = self._txn.delete(key.encode(), db=self._dbs[table])
         if removed:
             self._changed(table, False)
@@ -110,6 +145,11 @@ class Txn:
     def items(self, table: str, prefix: str = "") -> Iterator[tuple[str, Any]]:
         """(key, value) pairs in key order, optionally only keys starting with `prefix`."""
         p = prefix.encode()
+        if table == TOPIC:
+            for k, raw in self.topics.items():
+                if k.startswith(p):
+                    yield k.decode(), orjson.loads(raw)
+            return
         with self._txn.cursor(db=self._dbs[table]) as cur:
             ok = cur.set_range(p) if p else cur.first()
             while ok:
@@ -122,13 +162,20 @@ class Txn:
     def items_raw(self, table: str) -> Iterator[tuple[str, bytes | memoryview]]:
         """(key, encoded value) pairs in key order: a scan that looks for a few values
         decodes only those."""
+        if table == TOPIC:
+            for topic, raw in self.topics.items():
+                yield topic.decode(), raw
+            return
         with self._txn.cursor(db=self._dbs[table]) as cur:
             for k, v in cur.iternext():
                 yield bytes(k).decode(), v
 
     def clear(self, table: str) -> None:
         """Empty `table` (a route table's generation bumps)."""
-        self._txn.drop(self._dbs[table], delete=False)
+        if table == TOPIC:
+            self.topics.clear()
+        else:
+            self._txn.drop(self._dbs[table], delete=False)
         if table in ROUTE_TABLES:
             self.route_changed = True
 
@@ -190,11 +237,12 @@ class Store:
     def _open(cls, path: str | os.PathLike[str], map_size: int, create: bool) -> Store:
         env = lmdb.open(
             os.fspath(path), map_size=map_size, subdir=True, create=create,
-            max_dbs=len(TABLES) + 2, max_readers=MAX_READERS, lock=True,
+            max_dbs=len(TABLES) + len(topicsets.LAYOUT) + 2, max_readers=MAX_READERS, lock=True,
             sync=False, metasync=False, readahead=False, meminit=False,
         )
         try:
-            dbs = {name: env.open_db(name.encode(), create=create) for name in TABLES}
+            dbs = {name: env.open_db(name.encode(), create=create)
+                   for name in (*TABLES, *topicsets.LAYOUT)}
         except lmdb.Error:
             env.close()
             raise
@@ -211,6 +259,8 @@ class Store:
         with self.env.begin(write=True) as txn:
             t = Txn(txn, self._dbs)
             yield t
+            if t._topics is not None:
+                t._topics.flush()
             if t.route_changed:
                 txn.put(b"gen", dumps(t.generation() + 1), db=self._dbs["meta"])
 

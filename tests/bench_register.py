@@ -1,12 +1,14 @@
 """In-process cost of REGISTER_BROKER through ``handle()`` (no network), by case.
 
-    .venv/bin/python -m tests.bench_register [--topics 10000] [--rounds 30]
+    .venv/bin/python -m tests.bench_register [--topics 10000] [--rounds 30] [--body-5x]
     .venv/bin/python -m tests.bench_register --tcp [--seconds 8] [--java]
 
 One master of ``--topics`` topics registers first, then each case repeats a registration
 and reports the median and p90 in milliseconds. Cases: unchanged data version, bumped
 version with an identical table, bumped version with 1 / 100 / every topic changed, and
-the same 1 / 100 with a compressed body.
+the same 1 / 100 with a compressed body. ``--body-5x``: the plain bodies as a 5.x broker
+writes them (stateVersion, mappingDataVersion, TopicConfig attributes, the static-topic
+maps) and the header's enableActingMaster.
 
 ``--tcp`` starts a node (and with ``--java`` the real Java NameServer 4.9.8 after it) and
 sends it bumped registrations with 1 and 100 topics changed over one connection, one request
@@ -35,15 +37,26 @@ from worker.business.context import NodeContext
 from worker.business.processors import handle
 
 NAME, ADDR = "broker-a", "10.0.0.1:10911"
+FIVE = {"on": False}  # --body-5x
 
 
 def _request(configs: dict[str, dict[str, Any]], counter: int, compressed: bool
              ) -> RemotingCommand:
-    body = register_body.encode_register_body({"counter": counter, "timestamp": 1}, configs, [],
-                                              compressed)
+    five = FIVE["on"] and not compressed
+    dv = {"counter": counter, "stateVersion": 0, "timestamp": 1} if five else \
+        {"counter": counter, "timestamp": 1}
+    if five:
+        configs = {k: {**c, "attributes": {}} for k, c in configs.items()}
+    body = register_body.encode_register_body(dv, configs, [], compressed, with_attributes=five,
+                                              mappings={} if five else None)
+    if five:
+        body = body.replace(b'"topicConfigTable":', b'"mappingDataVersion":{"counter":0,'
+                            b'"stateVersion":0,"timestamp":%d},"topicConfigTable":' % counter, 1)
     ext = {"brokerName": NAME, "brokerAddr": ADDR, "clusterName": "C", "brokerId": "0",
            "haServerAddr": ADDR, "compressed": str(compressed).lower(),
            "bodyCrc32": str(body_common.crc32_java(body))}
+    if FIVE["on"]:
+        ext["enableActingMaster"] = "false"
     return RemotingCommand(code=103, opaque=1, flag=0, version=409, ext_fields=ext, body=body)
 
 
@@ -80,7 +93,7 @@ def run(topics: int, rounds: int, report: Callable[[str], None] = print) -> dict
         "compressed, 1 changed": lambda r: _request(_configs(topics, 1, r + 1), 2 + r, True),
         "compressed, 100 changed": lambda r: _request(_configs(topics, 100, r + 1), 2 + r, True),
     }
-    medians = {}
+    medians: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for label, make in cases.items():
             store = Store.create(f"{tmp}/{len(medians)}", 256 << 20)
@@ -177,7 +190,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--java", action="store_true",
                         help="with --tcp: also the real Java NameServer 4.9.8, same client")
+    parser.add_argument("--body-5x", action="store_true", help="in process: 5.x bodies")
     args = parser.parse_args()
+    FIVE["on"] = args.body_5x
     if args.tcp:
         run_tcp(args.topics, args.seconds, args.java)
     else:

@@ -2,7 +2,9 @@
 full decode and a full apply leave: random sequences of registrations and topic-table edits
 run against two stores, one through ``handle()`` as served, the other with its applied
 records forgotten before every request (so each registration decodes its body whole and
-writes every topic, as Java does)."""
+writes every topic, as Java does). Both releases: a 4.9.8 node fed 4.9 bodies, a 5.5.0 node
+fed 5.x bodies (attributes, mappingDataVersion, static topics, acting master, prime slaves,
+deleteTopicWithBrokerRegistration) and 4.9 ones."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cluster.core.protocol import body_common, register_body, register_scan
+from cluster.core.protocol.dialect import Dialect
 from state import applied as applied_records
 from state.store import APPLIED_TABLES, TABLES, Store
 from tests.unit.test_processors import make_ctx, request
@@ -35,11 +38,14 @@ COMPARED = [t for t in TABLES if t not in APPLIED_TABLES and t != "config"]
 class Pair:
     """The served store and the reference store, fed the same requests."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, dialect: Dialect = Dialect.V4_9_8,
+                 props: dict[str, str] | None = None) -> None:
         self.stores = [Store.create(str(tmp / side), 64 << 20) for side in ("inc", "ref")]
         self.ctxs = [make_ctx(s, clock=lambda: 1000, kv_path=str(tmp / f"kv{i}.json"),
-                              config_path=str(tmp / f"ns{i}.properties"))
+                              config_path=str(tmp / f"ns{i}.properties"), dialect=dialect,
+                              props=props)
                      for i, s in enumerate(self.stores)]
+        self.five = dialect.five
         self.ref_memo: dict[str, applied_records.Applied] = {}
         self.diffs = 0
 
@@ -98,15 +104,39 @@ def pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pair]:
     p.close()
 
 
+@pytest.fixture(params=[{}, {"deleteTopicWithBrokerRegistration": "true"}],
+                ids=["keep", "delete-missing"])
+def pair5(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+          ) -> Iterator[Pair]:
+    p = Pair(tmp_path, Dialect.V5_5_0, request.param)
+    real = applied_records._apply_diff
+
+    def counted(*args: Any) -> None:
+        p.diffs += 1
+        real(*args)
+
+    monkeypatch.setattr(applied_records, "_apply_diff", counted)
+    yield p
+    p.close()
+
+
 # ---------------------------------------------------------------- random bodies
 
 
-def _config(rng: random.Random, name: str) -> dict[str, Any]:
+# 5.x TopicConfig attributes: mostly none, some simple maps; and a few with braces in
+# strings (a table holding one is decoded whole), which come and go as odd names do.
+ATTRIBUTES: tuple[dict[str, str], ...] = ({}, {}, {}, {"+message.type": "NORMAL"},
+                                          {"+message.type": "FIFO", "a": "b"})
+ODD_ATTRIBUTES: tuple[dict[str, str], ...] = ({"x": "}"}, {"y": "{,}"}, {"z": "a\\\"}"})
+
+
+def _config(rng: random.Random, name: str, odd: bool = False) -> dict[str, Any]:
+    attributes = rng.choice(ODD_ATTRIBUTES if odd else ATTRIBUTES)
     return register_body.topic_config(name, read_queue_nums=rng.choice((1, 4, 8)),
                                       write_queue_nums=rng.choice((1, 4, 8)),
                                       perm=rng.choice((2, 4, 6)),
                                       topic_sys_flag=rng.choice((0, 0, 1)),
-                                      order=rng.random() < 0.1)
+                                      order=rng.random() < 0.1, attributes=attributes)
 
 
 class Broker:
@@ -122,7 +152,7 @@ class Broker:
             topic = rng.choice(list(table)) if table else None
             what = rng.random()
             if topic is not None and what < 0.6:
-                table[topic] = _config(rng, topic)
+                table[topic] = _config(rng, topic, rng.random() < 0.05)
             elif topic is not None and what < 0.75:
                 del table[topic]
             else:
@@ -132,6 +162,9 @@ class Broker:
         for name in ODD_NAMES:  # odd names come and go: a table holding one is decoded whole
             if name in table and rng.random() < 0.3:
                 del table[name]
+        for name, cfg in list(table.items()):
+            if cfg["attributes"] in ODD_ATTRIBUTES and rng.random() < 0.3:
+                table[name] = _config(rng, name)
         if rng.random() < 0.1:
             items = list(table.items())
             rng.shuffle(items)
@@ -144,8 +177,25 @@ class Broker:
         return register_body.encode_register_body(dv, self.table, filters, compressed,
                                                   with_attributes=attributes)
 
+    def body5(self, filters: list[str] | None, mapped: bool, bare: bool) -> bytes:
+        """As a 5.x broker writes it: stateVersion, a mappingDataVersion stamped anew, every
+        TopicConfig's attributes, the static-topic maps (``mapped``: one static topic;
+        ``bare``: its currIdMap with fastjson's bare integer keys)."""
+        rng = self.rng
+        dv = {"counter": self.counter, "stateVersion": rng.choice((0, 0, 3)), "timestamp": 7}
+        topic = next(iter(self.table), "S")
+        mappings = {topic: {"bname": self.name, "currIdMap": {"0": 0, "10": 1}, "dirty": False,
+                            "epoch": 7, "scope": "__global__", "topic": topic,
+                            "totalQueues": 2}} if mapped else {}
+        body = register_body.encode_register_body(dv, self.table, filters, False,
+                                                  with_attributes=True, mappings=mappings)
+        stamp = b'"mappingDataVersion":{"counter":0,"stateVersion":0,"timestamp":%d},' % (
+            rng.randrange(1000))
+        body = body.replace(b'"topicConfigTable":', stamp + b'"topicConfigTable":', 1)
+        return body.replace(b'{"0":0,"10":1}', b"{0:0,10:1}") if bare else body
 
-_ENTRY = re.compile(rb',"[A-Za-z0-9]+":\{[^{}]*\}')
+
+_ENTRY = re.compile(rb',"[A-Za-z0-9]+":\{(?:"attributes":\{[^{}]*\},)?[^{}]*\}')
 
 
 def _odd(rng: random.Random, body: bytes) -> bytes:
@@ -180,13 +230,18 @@ def _register(pair: Pair, rng: random.Random, broker: Broker) -> None:
     compressed = rng.random() < 0.08
     attributes = rng.random() < 0.05
     filters = rng.choice(([], [], ["f:1"], None))
-    body = broker.body(compressed, attributes, filters)
+    if pair.five and not compressed and rng.random() < 0.85:
+        body = broker.body5(filters, rng.random() < 0.1, rng.random() < 0.5)
+    else:
+        body = broker.body(compressed, attributes, filters)
     if not compressed and rng.random() < 0.08:
         body = _odd(rng, body)
     version = 36 if rng.random() < 0.03 else 409
     ext = {"brokerName": broker.name, "brokerAddr": ADDRS[(broker.name, broker_id)],
            "clusterName": "C", "brokerId": str(broker_id), "haServerAddr": "h:1",
            "compressed": str(compressed).lower(), "bodyCrc32": str(body_common.crc32_java(body))}
+    if pair.five and rng.random() < 0.9:
+        ext["enableActingMaster"] = rng.choice(("true", "false", "false"))
     pair.send(103, ext, body, version)
 
 
@@ -235,6 +290,30 @@ def test_random_sequences_match_with_short_runs_and_slack(
     monkeypatch.setattr(register_scan, "_FIRST_STEP", knobs[0])
     monkeypatch.setattr(register_scan, "_SLACK", knobs[1])
     run_sequence(pair, seed, 40)
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_random_5x_sequences_match_the_full_decode(pair5: Pair, seed: int) -> None:
+    run_sequence(pair5, seed, 40)
+
+
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), knobs=st.sampled_from([(2, 1), (16, 8), (64, 32)]))
+def test_random_5x_sequences_match_with_short_runs_and_slack(
+        pair5: Pair, seed: int, knobs: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The span search on 5.x pieces (two fragments each), cut anywhere."""
+    monkeypatch.setattr(register_scan, "_FIRST_STEP", knobs[0])
+    monkeypatch.setattr(register_scan, "_SLACK", knobs[1])
+    run_sequence(pair5, seed, 40)
+
+
+def test_a_long_5x_sequence_takes_the_incremental_path_and_matches(pair5: Pair) -> None:
+    run_sequence(pair5, 20261127, 500)
+    # deleteTopicWithBrokerRegistration, when it drops topics, makes the next table whole
+    assert pair5.diffs > 15
 
 
 def test_a_long_sequence_takes_the_incremental_path_and_matches(pair: Pair) -> None:
@@ -318,8 +397,9 @@ def test_a_table_differing_in_a_short_span_is_read_in_that_span_only(
     diff = _plain(cfgs, counter=2).diff(_known(CFGS))
     assert diff is not None
     assert [topic for _, topic, _ in diff.decoded] == read
-    full = register_body.decode_register_queues(_plain(cfgs).diff(_known(cfgs)).body, False,
-                                                409)  # type: ignore[union-attr]
+    same = _plain(cfgs).diff(_known(cfgs))
+    assert same is not None
+    full = register_body.decode_register_queues(same.body, False, 409)
     assert all(full[t] == f for t, f in diff.changed().items())
 
 

@@ -66,6 +66,29 @@ def test_one_topic_before_the_first_registration_is_refused_but_leaves_its_broke
     assert set(qmaps(store, "T3") or {}) == {"b"}
 
 
+def test_a_slave_registering_its_masters_table_is_not_decoded(store: Store) -> None:
+    """The single-topic rule counts the topics of a table the name applied last from its
+    records; any other table is decoded to count them."""
+    five(store)
+    loads: list[str] = []
+
+    def counted(digest: str, *topics: str) -> TopicTable:
+        def load() -> dict[str, tuple[int, int, int, int]]:
+            loads.append(digest)
+            return {t: (6, 4, 0, 4) for t in topics}
+        return TopicTable(load, lambda: digest)
+
+    assert register(store, reg("b", "m:1", 0, counted("d2", "T1", "T2"))) == {
+        "haServerAddr": None, "masterAddr": None}
+    assert loads == ["d2"]
+    assert register(store, reg("b", "s:1", 1, counted("d2", "T1", "T2"), acting=False)) == {
+        "haServerAddr": "m:10", "masterAddr": "m:1"}
+    assert loads == ["d2"]  # the master's table: counted from its records
+    assert register(store, reg("b", "s:2", 2, counted("d1", "T1"), acting=False)) is None
+    assert loads == ["d2", "d1"]  # another table of one topic: decoded, refused
+    assert addrs(store, "b") == {"0": "m:1", "1": "s:1"}
+
+
 def test_same_data_version_adds_missing_topics_only(store: Store) -> None:
     five(store)
     register(store, reg("b", "a:1", 0, table("T1", "T2")))

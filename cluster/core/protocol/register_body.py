@@ -9,7 +9,6 @@ the topic table as QueueFields. A TopicConfig is ``{["attributes": {str: str},] 
 from __future__ import annotations
 
 import gc
-import operator
 import re
 import struct
 import zlib
@@ -42,6 +41,8 @@ from cluster.core.protocol.mapping_body import (
     compressed_section,
     wrapper_fields,
 )
+from cluster.core.protocol.plain_config import QueueFields as QueueFields
+from cluster.core.protocol.plain_config import plain_queue_table
 
 V3_0_11 = 37
 V5_0_0 = 413
@@ -212,18 +213,10 @@ def _decode_register_json(body: bytes, now_ms: int | None) -> RegisterBody:
 
 # ------------------------------------------------------------------ registration shortcuts
 
-# What a QueueData takes from a TopicConfig: (perm, readQueueNums, topicSysFlag, writeQueueNums).
-QueueFields = tuple[int, int, int, int]
-
 _HEAD = re.compile(
     rb'\{"filterServerList":(null|\[[^\[\]{}]*\]),'
     rb'"topicConfigSerializeWrapper":\{"dataVersion":(\{[^{}]*\})(?=[,}])'
 )
-_QUEUE_ROW = operator.itemgetter(
-    "order", "perm", "readQueueNums", "topicFilterType", "topicName", "topicSysFlag",
-    "writeQueueNums",
-)
-_QUEUE_ROW_TYPES = (bool, int, int, str, str, int, int)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,7 +282,8 @@ def decode_register_named_queues(
     body: bytes, version: int, *, now_ms: int | None = None
 ) -> tuple[dict[str, QueueFields], bool]:
     """:func:`decode_register_queues` of a plain JSON body, and whether every config is a
-    plain 4.9 TopicConfig keyed by the topic it names (so topics and keys are one)."""
+    plain TopicConfig (4.9's or 5.x's) keyed by the topic it names (so topics and keys are
+    one)."""
     if version < V3_0_11 or not body:
         return decode_register_queues(body, False, version, now_ms=now_ms), False
     return _register_json(body, now_ms, _named_queue_table)[1]
@@ -301,45 +295,10 @@ def _queue_table(obj: Any, what: str) -> dict[str, QueueFields]:
 
 def _named_queue_table(obj: Any, what: str) -> tuple[dict[str, QueueFields], bool]:
     table = _dict(obj, what, {})
-    fast = _plain_queue_table(table)
+    fast = plain_queue_table(table)
     if fast is None:
         return queue_fields(_topic_table(table, what)), False
     return fast, len(fast) == len(table) and list(fast) == list(table)
-
-
-def _plain_queue_table(table: dict[str, Any]) -> dict[str, QueueFields] | None:
-    """QueueFields when every config is a plain 4.9 TopicConfig (exactly its seven fields,
-    each of the type a broker writes), checked column by column; None otherwise."""
-    configs = list(table.values())
-    if not configs:
-        return {}
-    if set(map(type, configs)) != {dict} or set(map(len, configs)) != {len(_QUEUE_ROW_TYPES)}:
-        return None
-    try:
-        columns = list(zip(*map(_QUEUE_ROW, configs), strict=True))
-    except KeyError:
-        return None
-    typed = zip(columns, _QUEUE_ROW_TYPES, strict=True)
-    if any(set(map(type, col)) != {typ} for col, typ in typed):
-        return None
-    _, perm, read, _, names, flag, write = columns
-    topics = names if all(names) else [n or k for n, k in zip(names, table, strict=True)]
-    return dict(zip(topics, zip(perm, read, flag, write, strict=True), strict=True))
-
-
-def plain_entry(key: str, cfg: Any) -> QueueFields | None:
-    """QueueFields of one topicConfigTable entry when :func:`_plain_queue_table` would take it
-    as a plain 4.9 TopicConfig and its topic is its key; None otherwise."""
-    if type(cfg) is not dict or len(cfg) != len(_QUEUE_ROW_TYPES):
-        return None
-    try:
-        row = _QUEUE_ROW(cfg)
-    except KeyError:
-        return None
-    if any(type(v) is not typ for v, typ in zip(row, _QUEUE_ROW_TYPES, strict=True)):
-        return None
-    _, perm, read, _, name, flag, write = row
-    return (perm, read, flag, write) if (name or key) == key else None
 
 
 class _Cursor:

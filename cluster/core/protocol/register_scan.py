@@ -2,45 +2,54 @@
 from the one a broker last applied in a few topics is decoded only in those topics.
 
 fastjson writes a 4.9 broker's table after the DataVersion as
-``,"topicConfigTable":{"T1":{…},"T2":{…}}}}``, each TopicConfig a flat object. Cut at every
-``}``, the table gives one *piece* per topic: its entry without the closing brace, every piece
-but the first starting with ``,``. A piece that holds a ``}`` of its own (in a string, or a
-5.x ``attributes`` object) splits into fragments that do not read as an entry, so such a
-table falls back to the full decode.
+``,"topicConfigTable":{"T1":{…},"T2":{…}}}}``, each TopicConfig a flat object. A 5.x broker
+writes a ``mappingDataVersion`` before the table, an ``"attributes":{…}`` object first in
+every TopicConfig and the static-topic maps after the table
+(``},"topicQueueMappingDetailMap":{…},"topicQueueMappingInfoMap":{…}}}``). Cut at every
+``}``, the table gives one fragment per TopicConfig in 4.9's layout, two in 5.x's (the
+attributes close the first); joined in those groups, one *piece* per topic: its entry
+without the closing brace, every piece but the first starting with ``,``. A piece holding a
+``}`` in a string splits into fragments that do not read as an entry, so such a table falls
+back to the full decode. Where the table lies is :func:`register_layout.table_layout`'s.
 
-A piece is read alone as ``{`` piece ``}}`` and kept only when it is a plain 4.9 TopicConfig
-keyed by its own topic (:func:`register_body.plain_entry`: exactly the seven fields with the types a
-broker writes, hence no nesting and no number orjson cannot hold). The whole table is the
-``,``-joined pieces, so when every piece reads alone as such an entry and no topic repeats,
-the full decode of the body gives exactly these entries in this order: the caller may take
-a piece it saw (byte for byte, at a position other than the first) in a table it decoded
-before as the entry it was then (:class:`KnownPieces`).
+A piece is read alone as ``{`` piece ``}}`` and kept only when it is a plain TopicConfig
+keyed by its own topic (:func:`plain_config.plain_entry`: exactly the seven fields with the
+types a broker writes, and 5.x's attributes as a map of strings, hence no other nesting and
+no number orjson cannot hold). The whole table is the ``,``-joined pieces, so when every
+piece reads alone as such an entry and no topic repeats, the full decode of the body gives
+exactly these entries in this order: the caller may take a piece it saw (byte for byte, at a
+position other than the first) in a table it decoded before as the entry it was then
+(:class:`KnownPieces`). What follows the table (5.x's maps) must read as the wrapper's last
+members, none of them a second ``topicConfigTable`` or ``dataVersion``; it is read each time
+as the full decode reads it, so a body the full decode would refuse is not taken.
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import orjson
 import xxhash
 
-from cluster.core.protocol.register_body import (
-    QueueFields,
-    RegisterHead,
-    decode_register_named_queues,
-    plain_entry,
+from cluster.core.protocol.plain_config import QueueFields, plain_entry
+from cluster.core.protocol.register_body import RegisterHead, decode_register_named_queues
+from cluster.core.protocol.register_layout import (
+    MAPPING_VERSION,
+    Layout,
+    close_after,
+    close_before,
+    close_in_end,
+    group,
+    table_layout,
 )
 
 # (topic, QueueFields) of one table entry, and piece → entry for the pieces after the first.
 Entry = tuple[str, QueueFields]
 Entries = dict[bytes, Entry]
 
-_TABLE_KEY = b',"topicConfigTable":{'
-_END = b"}}}"  # closes the table, the wrapper and the body
 # Beyond this share of pieces not seen before, the diff gives up for the full decode.
 MAX_UNSEEN_SHARE = 1 / 8
 # A table differing from the last one in at most MAX_SPANS spans holding at most this share
@@ -64,11 +73,11 @@ Span = tuple[int, int, int, int]
 @dataclass(frozen=True, slots=True)
 class TableDiff:
     """A table against the pieces of tables applied before it: only ``decoded`` can differ.
-    ``body`` and ``start`` are the table's body and where its first piece begins."""
+    ``body`` and ``layout`` are the table's body and where in it the table lies."""
 
     decoded: list[Decoded]
     body: bytes
-    start: int
+    layout: Layout
 
     def changed(self) -> dict[str, QueueFields]:
         return {topic: fields for _, topic, fields in self.decoded}
@@ -76,19 +85,19 @@ class TableDiff:
 
 class KnownPieces:
     """Pieces read before, each with its entry, at most one per topic (the latest read), and
-    the body of the table applied last (``body``, its first piece at ``start``), every piece
-    of which but the first is here.
+    the body of the table applied last (``body``, the table lying there as ``layout``
+    says), every piece of which but the first is here.
 
     The caller keeps these only while the topic table holds every entry here.
     """
 
-    __slots__ = ("entries", "_owners", "body", "start")
+    __slots__ = ("entries", "_owners", "body", "layout")
 
-    def __init__(self, entries: Entries, body: bytes, start: int) -> None:
+    def __init__(self, entries: Entries, body: bytes, layout: Layout) -> None:
         self.entries = entries
         self._owners: dict[str, bytes] | None = None  # topic → its piece, made on first use
         self.body = body
-        self.start = start
+        self.layout = layout
 
     def _owner_map(self) -> dict[str, bytes]:
         if self._owners is None:
@@ -109,13 +118,13 @@ class KnownPieces:
             if piece is not None:
                 self.entries[piece] = (topic, fields)
                 owners[topic] = piece
-        self.body, self.start = diff.body, diff.start
+        self.body, self.layout = diff.body, diff.layout
 
 
 class PlainTable:
     """The topic table of a plain JSON body whose head :func:`register_body.register_head` read."""
 
-    __slots__ = ("_raw", "_start", "_version", "_now_ms", "_named", "_pieces")
+    __slots__ = ("_raw", "_start", "_version", "_now_ms", "_named", "_pieces", "_layout")
 
     def __init__(self, body: bytes | memoryview, head: RegisterHead, version: int,
                  now_ms: int | None) -> None:
@@ -125,6 +134,7 @@ class PlainTable:
         self._now_ms = now_ms
         self._named = False
         self._pieces: list[bytes] | None | bool = False  # False: not cut yet
+        self._layout: Layout | None | bool = False  # False: not looked for yet
 
     @property
     def _body(self) -> bytes:
@@ -139,6 +149,12 @@ class PlainTable:
                                                            now_ms=self._now_ms)
         return queues
 
+    def layout(self) -> Layout | None:
+        """Where the table lies, or None when the body is not laid out as fastjson writes it."""
+        if self._layout is False:
+            self._layout = table_layout(self._body, self._start)
+        return self._layout  # type: ignore[return-value]
+
     def pieces(self) -> list[bytes] | None:
         """The table cut into pieces, or None when it is not laid out as fastjson writes it."""
         if self._pieces is False:
@@ -146,29 +162,27 @@ class PlainTable:
         return self._pieces  # type: ignore[return-value]
 
     def _cut(self) -> list[bytes] | None:
-        if not self._cuttable():
+        layout = self.layout()
+        if layout is None:
             return None
-        pieces = self._body[self._first() : -len(_END)].split(b"}")
-        return None if pieces.pop() else pieces
+        cut = self._body[layout.first : layout.end].split(b"}")
+        return None if cut.pop() else group(cut, layout.per)
 
     def known(self, queues: Mapping[str, QueueFields]) -> KnownPieces | None:
         """The pieces after the first with their entries in ``queues``, this table's full
         decode; None unless each piece is exactly one plain entry keyed by its topic."""
         pieces = self.pieces()
-        if pieces is None or not self._named or len(queues) != len(pieces):
+        layout = self.layout()
+        if pieces is None or layout is None or not self._named or len(queues) != len(pieces):
             return None
-        # Each entry holds at least one "{" and one "}"; with no other brace in the table,
+        # Each entry holds at least `per` "{" and "}"; with no other brace in the table,
         # piece i is entry i.
-        braces = self._body.count(b"{", self._start + len(_TABLE_KEY))
-        if braces != len(pieces):
+        braces = self._body.count(b"{", layout.first, layout.end)
+        if braces != len(pieces) * layout.per:
             return None
         rest = itertools.islice(queues.items(), 1, None)
         return KnownPieces(dict(zip(itertools.islice(pieces, 1, None), rest, strict=True)),
-                           self._body, self._first())
-
-    def _first(self) -> int:
-        """Where the table's first piece begins."""
-        return self._start + len(_TABLE_KEY)
+                           self._body, layout)
 
     def diff(self, known: KnownPieces) -> TableDiff | None:
         """This table against ``known``; None when a piece not known is not a plain entry or
@@ -176,6 +190,8 @@ class PlainTable:
 
         When it differs from the table applied last in a few short spans only, just the pieces of
         those spans are looked at (:meth:`_diff_spans`); else every piece is looked up."""
+        if self.layout() is None:
+            return None
         spans = self._changed_spans(known)
         if spans is not None:
             return self._diff_spans(known, spans)
@@ -202,7 +218,13 @@ class PlainTable:
         owners = [q for q in map(known.owner, topics) if q is not None]
         if owners and not set(pieces).isdisjoint(owners):
             return None
-        return TableDiff(decoded, self._body, self._first())
+        return TableDiff(decoded, self._body, self._laid_out())
+
+    def _laid_out(self) -> Layout:
+        """The layout of a table cut into pieces."""
+        layout = self.layout()
+        assert layout is not None
+        return layout
 
     def _changed_spans(self, known: KnownPieces) -> list[Span] | None:
         """Where this table and the one applied last differ, each span widened to whole
@@ -216,15 +238,16 @@ class PlainTable:
         closing of the piece holding the difference, and the pieces after it are compared
         aligned again, so a few changed, added or removed entries give a few spans. A common
         run found short only puts unchanged pieces, the same in both tables, into a span."""
-        body, old = self._body, known.body
-        a0, a1 = self._first(), len(body) - len(_END)
-        b0, b1 = known.start, len(old) - len(_END)
-        if not self._cuttable() or a1 <= a0 or body[a1 - 1] != _CLOSE:
+        body, old, layout = self._body, known.body, self._laid_out()
+        per = layout.per
+        if per != known.layout.per:
+            return None  # a piece's closing is told apart by its layout (`_closes`)
+        a0, a1 = layout.first, layout.end
+        b0, b1 = known.layout.first, known.layout.end
+        if a1 <= a0 or body[a1 - 1] != _CLOSE:
             return None  # no pieces, or the last one is not closed
         tail = _common_suffix(body, a1, old, b1, min(a1 - a0, b1 - b0))
-        stop = body.find(b"}", a1 - tail, a1)  # the common end, from a piece's closing on
-        if stop < 0:
-            stop = a1 - 1
+        stop = close_in_end(body, a1 - tail, a1, per)  # the common end, from a closing on
         old_stop = b1 - (a1 - stop)
         spans: list[Span] = []
         budget = MAX_SPAN_SHARE * (a1 - a0)
@@ -236,13 +259,15 @@ class PlainTable:
                              else (0, 0))
             if same == limit and stop - at == old_stop - old_at:
                 return spans
-            begin = body.rfind(b"}", at, at + same) + 1 or at
+            begin = close_before(body, at, at + same, per) + 1 or at
             old_begin = old_at + (begin - at)
             if same == limit:  # one side is at the common end: the rest is one span
                 end, old_end = stop, old_stop
             else:  # to the closing of the piece holding the first difference, on each side
-                end = body.find(b"}", at + differs - 1, stop + 1)
-                old_end = old.find(b"}", old_at + differs - 1, old_stop + 1)
+                end = close_after(body, at, at + differs - 1, stop + 1, per)
+                old_end = close_after(old, old_at, old_at + differs - 1, old_stop + 1, per)
+                if end < 0 or old_end < 0:
+                    return None  # not laid out in pieces after all
             spans.append((begin, end, old_begin, old_end))
             budget -= end - begin
             if budget < 0 or len(spans) > MAX_SPANS:
@@ -253,12 +278,6 @@ class PlainTable:
             at, old_at = end + 1, old_end + 1
             step = max(_FIRST_STEP, same)  # the next difference is likely as far
 
-    def _cuttable(self) -> bool:
-        """Laid out as fastjson writes a table: the key, then pieces, then the closing."""
-        body = self._body
-        return (len(body) >= self._first() + len(_END)
-                and body.startswith(_TABLE_KEY, self._start) and body.endswith(_END))
-
     def _diff_spans(self, known: KnownPieces, spans: list[Span]) -> TableDiff | None:
         """The pieces of this table's spans against those of the last table's spans;
         everything else is the same in both tables.
@@ -267,17 +286,22 @@ class PlainTable:
         piece of the spans is a known piece of the last table's spans or reads alone as a
         plain entry; no topic repeats within the spans; and a topic read alone was, in the
         last table, nowhere or within its spans (its known piece there, or its first piece)."""
-        first, body, old = self._first(), self._body, known.body
+        layout, body, old = self._laid_out(), self._body, known.body
+        first, per = layout.first, layout.per
         pieces: list[tuple[bytes, bool]] = []  # (piece, whether it is the table's first)
         old_set: set[bytes] = set()
         old_first = False
         for begin, end, old_begin, old_end in spans:
             if end > begin:
-                cut = body[begin:end].split(b"}")
+                cut = group(body[begin:end].split(b"}"), per)
+                if cut is None:
+                    return None
                 pieces += zip(cut, [begin == first] + [False] * (len(cut) - 1), strict=True)
             if old_end > old_begin:
-                cut = old[old_begin:old_end].split(b"}")
-                if old_begin == known.start:  # read in every table, never a known piece
+                cut = group(old[old_begin:old_end].split(b"}"), per)
+                if cut is None:
+                    return None
+                if old_begin == known.layout.first:  # read in every table, never known
                     old_first = True
                     cut = cut[1:]
                 old_set.update(cut)
@@ -310,7 +334,7 @@ class PlainTable:
             decoded.append((None if alone else piece, *entry))
         if not topics.isdisjoint(kept_topics):
             return None
-        return TableDiff(decoded, body, first)
+        return TableDiff(decoded, body, layout)
 
 
 def _common_prefix(a: bytes, a0: int, b: bytes, b0: int, n: int, step: int
@@ -354,8 +378,9 @@ def _common_suffix(a: bytes, a1: int, b: bytes, b1: int, n: int) -> int:
 
 def _first_topic(known: KnownPieces) -> str | None:
     """The topic of the first piece of the table applied last."""
-    body, start = known.body, known.start
-    entry = read_piece(body[start : body.find(b"}", start)], True)
+    body, start = known.body, known.layout.first
+    entry = read_piece(body[start : close_after(body, start, start, len(body), known.layout.per)],
+                       True)
     return None if entry is None else entry[0]
 
 
@@ -376,11 +401,6 @@ def read_piece(piece: bytes, first: bool) -> Entry | None:
     return None if fields is None else (key, fields)
 
 
-# A 5.x broker writes its static topics' DataVersion after the topics' one; it is no part of
-# the topic table (and a tool may stamp it anew on every registration).
-_MAPPING_VERSION = re.compile(rb',"mappingDataVersion":\{[^{}]*\}')
-
-
 def topic_table_digest(body: bytes | memoryview, head: RegisterHead) -> str:
     """Digest of the body after the head's DataVersion (and a 5.x mappingDataVersion): equal
     digests, equal topic tables (and static-topic tables).
@@ -390,5 +410,5 @@ def topic_table_digest(body: bytes | memoryview, head: RegisterHead) -> str:
     collide could only stand for that broker's own earlier table, which it may send anyway.
     """
     rest = memoryview(body)[head.table_offset :]
-    skip = _MAPPING_VERSION.match(rest)
+    skip = MAPPING_VERSION.match(rest)
     return xxhash.xxh3_128_hexdigest(rest[skip.end() :] if skip else rest)

@@ -1,0 +1,78 @@
+"""Plain TopicConfigs: a topicConfigTable entry exactly as a broker writes it (4.9's seven
+fields, each of the type written, or those and 5.x's ``attributes``, a map of strings),
+whose QueueFields need none of the full decode's coercions (``register_body._topic_config``
+gives the same for them)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+# What a QueueData takes from a TopicConfig: (perm, readQueueNums, topicSysFlag, writeQueueNums).
+QueueFields = tuple[int, int, int, int]
+
+_QUEUE_ROW = operator.itemgetter(
+    "order", "perm", "readQueueNums", "topicFilterType", "topicName", "topicSysFlag",
+    "writeQueueNums",
+)
+_QUEUE_ROW_TYPES = (bool, int, int, str, str, int, int)
+
+
+def plain_queue_table(table: dict[str, Any]) -> dict[str, QueueFields] | None:
+    """QueueFields when every config is a plain TopicConfig (exactly the seven fields of 4.9,
+    each of the type a broker writes, or those and the ``attributes`` of 5.x, a map of
+    strings), checked column by column; None otherwise."""
+    configs = list(table.values())
+    if not configs:
+        return {}
+    if set(map(type, configs)) != {dict}:
+        return None
+    lengths = set(map(len, configs))
+    if lengths == {len(_QUEUE_ROW_TYPES) + 1}:
+        try:
+            attributes = list(map(_ATTRIBUTES, configs))
+        except KeyError:
+            return None
+        if not all(map(_plain_attributes, attributes)):
+            return None
+    elif lengths != {len(_QUEUE_ROW_TYPES)}:
+        return None
+    try:
+        columns = list(zip(*map(_QUEUE_ROW, configs), strict=True))
+    except KeyError:
+        return None
+    typed = zip(columns, _QUEUE_ROW_TYPES, strict=True)
+    if any(set(map(type, col)) != {typ} for col, typ in typed):
+        return None
+    _, perm, read, _, names, flag, write = columns
+    topics = names if all(names) else [n or k for n, k in zip(names, table, strict=True)]
+    return dict(zip(topics, zip(perm, read, flag, write, strict=True), strict=True))
+
+
+_ATTRIBUTES = operator.itemgetter("attributes")
+
+
+def _plain_attributes(attributes: Any) -> bool:
+    """A 5.x TopicConfig's ``attributes`` as a broker writes them: a map of strings (which
+    the full decode keeps as they are)."""
+    return type(attributes) is dict and all(type(v) is str for v in attributes.values())
+
+
+def plain_entry(key: str, cfg: Any) -> QueueFields | None:
+    """QueueFields of one topicConfigTable entry when :func:`plain_queue_table` would take it
+    as a plain TopicConfig (4.9's or 5.x's) and its topic is its key; None otherwise."""
+    if type(cfg) is not dict:
+        return None
+    if len(cfg) == len(_QUEUE_ROW_TYPES) + 1:
+        if not _plain_attributes(cfg.get("attributes")):
+            return None
+    elif len(cfg) != len(_QUEUE_ROW_TYPES):
+        return None
+    try:
+        row = _QUEUE_ROW(cfg)
+    except KeyError:
+        return None
+    if any(type(v) is not typ for v, typ in zip(row, _QUEUE_ROW_TYPES, strict=True)):
+        return None
+    _, perm, read, _, name, flag, write = row
+    return (perm, read, flag, write) if (name or key) == key else None

@@ -1,0 +1,196 @@
+"""The topic table's layout (state.topicsets): equal queue datas stored once, reference
+counts kept, values no topic names deleted; readers see topic → {brokerName: QueueData}."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from state import applied, route
+from state.store import APPLIED, Store, Txn
+from state.topicsets import REFS, SETS, TopicSetError, TopicSets, key_of
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store.create(str(tmp_path / "lmdb"), 64 << 20)
+    yield s
+    s.destroy()
+
+
+def qd(name: str, perm: int = 6, queues: int = 8) -> dict[str, Any]:
+    return {"brokerName": name, "perm": perm, "readQueueNums": queues, "topicSysFlag": 0,
+            "writeQueueNums": queues}
+
+
+def layout(store: Store) -> tuple[dict[bytes, bytes], dict[bytes, int]]:
+    """(values by key, reference counts by key) as stored."""
+    dbs = store._dbs
+    with store.env.begin() as txn:
+        sets = {bytes(k): bytes(v) for k, v in txn.cursor(db=dbs[SETS])}
+        refs = {bytes(k): int(v) for k, v in txn.cursor(db=dbs[REFS])}
+    return sets, refs
+
+
+def assert_counts_match(store: Store) -> None:
+    """Every stored value is named by exactly as many topics as its count says."""
+    sets, refs = layout(store)
+    named: dict[bytes, int] = {}
+    with store.read() as t:
+        for topic in t.keys("topic"):
+            ref = t.topics.ref(topic.encode())
+            assert ref is not None
+            named[ref] = named.get(ref, 0) + 1
+    assert refs == named and set(sets) == set(named)
+    assert all(key_of(v) == k for k, v in sets.items())
+
+
+def test_topics_with_equal_queue_datas_share_one_value(store: Store) -> None:
+    qmap = {"b-0": qd("b-0"), "b-1": qd("b-1")}
+    with store.write() as t:
+        for i in range(100):
+            t.put("topic", f"T{i}", qmap)
+    sets, refs = layout(store)
+    assert len(sets) == 1 and list(refs.values()) == [100]
+    with store.read() as t:
+        assert t.get("topic", "T7") == qmap
+        assert list(t.items("topic")) == [(f"T{i}", qmap) for i in sorted(range(100), key=str)]
+        assert t.keys("topic") == sorted(f"T{i}" for i in range(100))
+
+
+def test_a_value_no_topic_names_is_deleted(store: Store) -> None:
+    with store.write() as t:
+        t.put("topic", "A", {"b": qd("b")})
+        t.put("topic", "B", {"b": qd("b")})
+        t.put("topic", "C", {"c": qd("c")})
+    with store.write() as t:
+        t.put("topic", "A", {"c": qd("c")})
+        assert t.delete("topic", "B") and not t.delete("topic", "B")
+    sets, refs = layout(store)
+    assert list(refs.values()) == [2] and len(sets) == 1
+    assert_counts_match(store)
+    with store.write() as t:
+        t.clear("topic")
+    assert layout(store) == ({}, {})
+
+
+def test_an_unchanged_value_bumps_no_generation(store: Store) -> None:
+    with store.write() as t:
+        t.put("topic", "A", {"b": qd("b")})
+    with store.write() as t:
+        t.put("topic", "A", {"b": qd("b")})
+        t.put_raw("topic", "A", t.get_raw("topic", "A") or b"")
+    with store.read() as t:
+        assert t.generation() == 1
+
+
+def test_an_aborted_write_leaves_the_counts(store: Store) -> None:
+    with store.write() as t:
+        t.put("topic", "A", {"b": qd("b")})
+    with pytest.raises(RuntimeError), store.write() as t:
+        t.put("topic", "A", {"c": qd("c")})
+        t.put("topic", "B", {"c": qd("c")})
+        raise RuntimeError("boom")
+    assert_counts_match(store)
+    with store.read() as t:
+        assert dict(t.items("topic")) == {"A": {"b": qd("b")}}
+
+
+def test_two_values_under_one_key_fail_the_write(store: Store) -> None:
+    with store.write() as t:
+        t.put("topic", "A", {"b": qd("b")})
+        ref = t.topics.ref(b"A")
+    assert ref is not None
+    with pytest.raises(TopicSetError), store.write() as t:
+        t.put_topics([(b"B", None, b'{"x":1}', ref)])
+    with store.read() as t:
+        assert t.get("topic", "B") is None and t.get("topic", "A") == {"b": qd("b")}
+
+
+def test_a_registration_edits_each_shared_value_once(store: Store) -> None:
+    """150 brokers carrying the same 200 topics: one value, each broker's entry where
+    decoding and encoding would put it; the topics another broker's edit wrote stay in
+    the order they were first put."""
+    topics = [f"Topic-{i}" for i in range(200)]
+    names = [f"broker-{i}" for i in range(150)]
+    for name in names:
+        with store.write() as t:
+            applied.apply_topic_table(t, name, applied.TopicTable.of_configs(
+                {topic: {"perm": 6, "readQueueNums": 8, "writeQueueNums": 8}
+                 for topic in topics}))
+    sets, refs = layout(store)
+    assert len(sets) == 1 and list(refs.values()) == [200]
+    with store.read() as t:
+        qmap = t.get("topic", "Topic-3")
+        assert list(qmap) == names and qmap["broker-9"] == qd("broker-9")
+        assert t.get(APPLIED, "broker-9") is None  # a table of configs has no digest
+
+
+def test_random_edits_keep_the_counts_and_match_a_plain_dict(store: Store) -> None:
+    rng = random.Random(7)
+    model: dict[str, dict[str, Any]] = {}
+    for _ in range(60):
+        with store.write() as t:
+            for _ in range(rng.randrange(1, 12)):
+                _random_edit(t, rng, model)
+        assert_counts_match(store)
+        with store.read() as t:
+            assert dict(t.items("topic")) == model
+            assert dict(t.items_raw("topic")).keys() == model.keys()
+
+
+def _random_edit(t: Txn, rng: random.Random, model: dict[str, dict[str, Any]]) -> None:
+    topic = f"T{rng.randrange(8)}"
+    what = rng.random()
+    if what < 0.2:
+        assert t.delete("topic", topic) == (model.pop(topic, None) is not None)
+    elif what < 0.5:
+        name = f"b{rng.randrange(4)}"
+        fields = (6, rng.choice((4, 8)), 0, 8)
+        applied._apply_queues(t, name, {topic: fields})
+        perm, read, flag, write = fields
+        model.setdefault(topic, {})[name] = {
+            "brokerName": name, "perm": perm, "readQueueNums": read, "topicSysFlag": flag,
+            "writeQueueNums": write}
+    else:
+        qmap = {f"b{i}": qd(f"b{i}", queues=rng.choice((4, 8))) for i in range(rng.randrange(1, 3))}
+        t.put("topic", topic, qmap)
+        model[topic] = qmap
+
+
+def test_missing_queues_read_each_shared_value_once(store: Store,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A master registering again after a restart (its applied records forgotten, same
+    DataVersion): whether each topic lacks it is read once per shared value."""
+    topics = {f"T{i}": (6, 8, 0, 8) for i in range(100)}
+    with store.write() as t:
+        for name in ("a", "b"):
+            applied._apply_queues(t, name, topics)
+        t.put("topic", "T5", {"b": qd("b")})  # "a" lacks one topic
+    reads: list[bytes] = []
+    value = TopicSets.value
+    monkeypatch.setattr(TopicSets, "value", lambda self, ref: reads.append(ref) or value(
+        self, ref))
+    with store.write() as t:
+        applied.put_missing_queues(t, "a", topics)
+    assert len(reads) == 2 + 1  # the two values read, then T5's edited value
+    with store.read() as t:
+        assert list(t.get("topic", "T5")) == ["b", "a"] and len(t.get("topic", "T6")) == 2
+    assert_counts_match(store)
+
+
+def test_brokers_leaving_shared_topics_edit_each_value_once(store: Store) -> None:
+    with store.write() as t:
+        for name in ("a", "b", "c"):
+            applied._apply_queues(t, name, {f"T{i}": (6, 8, 0, 8) for i in range(50)})
+        applied._apply_queues(t, "a", {"Only-a": (6, 8, 0, 8)})
+    with store.write() as t:
+        route.remove_queue_datas(t, {"a", "c"})
+    with store.read() as t:
+        assert dict(t.items("topic")) == {f"T{i}": {"b": qd("b")} for i in range(50)}
+    assert len(layout(store)[0]) == 1
+    assert_counts_match(store)
