@@ -17,42 +17,17 @@ import selectors
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import orjson
 
 from tests.conftest import Reaper
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
 ROOT = Path(__file__).resolve().parents[2]
 STOP_S = 15.0
-
-
-def warm_up(spark: SparkSession) -> None:
-    """One audit of a small made-up collection, so the first real one finds the JVM's code
-    compiled (on two busy cores the first audit of a JVM takes about twice as long)."""
-    from cluster.audit.job import analyse
-    from cluster.audit.rows import BoundInputs
-    from cluster.chaos.audit import AuditInput, Observed
-
-    nodes = {f"n{i}": f"127.0.0.1:{9000 + i}" for i in (1, 2, 3)}
-    with tempfile.TemporaryDirectory(prefix="audit-warm-up-") as tmp:
-        sink = AuditInput(Path(tmp), nodes, 0.5, BoundInputs(2000, 1000, 6000))
-        for r in range(20):
-            sink.add_round(r, [Observed(n, 1_000 + 500 * r, {
-                "node": n, "seq": r, "takenAt": 1_000 + 500 * r,
-                "tables": {"broker": {f"b{b}": {"cluster": "C"} for b in range(3)
-                                      if not (n == "n2" and b == 1 and 5 < r < 12)},
-                           "kv": {"CHAOS": {"k": str(r // 4)}}}}) for n in nodes])
-        sink.close(1_000 + 500 * 12)
-        analyse(spark, tmp)
 
 
 def serve() -> None:
@@ -62,7 +37,6 @@ def serve() -> None:
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything else written to fd 1 (the JVM's) stays off the answers
     spark = build_session()
-    warm_up(spark)
     for line in sys.stdin:
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
