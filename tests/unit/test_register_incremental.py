@@ -273,6 +273,12 @@ def run_sequence(pair: Pair, seed: int, steps: int) -> None:
 # ---------------------------------------------------------------- the tests
 
 
+def _short_runs(monkeypatch: pytest.MonkeyPatch, knobs: tuple[int, int]) -> None:
+    """The span search's first run and slack set to ``knobs``."""
+    monkeypatch.setattr(register_scan, "_FIRST_STEP", knobs[0])
+    monkeypatch.setattr(register_scan, "_SLACK", knobs[1])
+
+
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1))
@@ -287,8 +293,7 @@ def test_random_sequences_match_with_short_runs_and_slack(
         pair: Pair, seed: int, knobs: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
     """The same with the span search's first run and slack far below a piece, so that the
     growing runs and the halving cut through pieces of these small tables."""
-    monkeypatch.setattr(register_scan, "_FIRST_STEP", knobs[0])
-    monkeypatch.setattr(register_scan, "_SLACK", knobs[1])
+    _short_runs(monkeypatch, knobs)
     run_sequence(pair, seed, 40)
 
 
@@ -305,8 +310,7 @@ def test_random_5x_sequences_match_the_full_decode(pair5: Pair, seed: int) -> No
 def test_random_5x_sequences_match_with_short_runs_and_slack(
         pair5: Pair, seed: int, knobs: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
     """The span search on 5.x pieces (two fragments each), cut anywhere."""
-    monkeypatch.setattr(register_scan, "_FIRST_STEP", knobs[0])
-    monkeypatch.setattr(register_scan, "_SLACK", knobs[1])
+    _short_runs(monkeypatch, knobs)
     run_sequence(pair5, seed, 40)
 
 
