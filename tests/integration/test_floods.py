@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import multiprocessing
+import select
 import socket
 import threading
 import time
@@ -154,7 +155,7 @@ def _flood(addr: str, frame: bytes, read: bool, seconds: float, sent: Any) -> No
                 total += n
                 todo = todo[n:] or burst
             except BlockingIOError:
-                time.sleep(0.005)
+                select.select([], [sock], [], 0.05)  # until the node has read some
             if read:
                 try:
                     while sock.recv(1 << 20):

@@ -148,19 +148,21 @@ def _python(code: str, *args: str) -> str:
 
 def test_stray_children_are_reaped_and_watched_ones_left() -> None:
     out = _python("""
-        import os, time
+        import os
         from supervisor.procs import reap_strays
+        def ended(pid):  # wait until the child has exited, leaving it to be reaped
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
         watched = os.fork()
         if watched == 0:
             os._exit(3)
-        time.sleep(0.2)
+        ended(watched)
         strays = []
         for _ in range(2):
             pid = os.fork()
             if pid == 0:
                 os._exit(0)
             strays.append(pid)
-        time.sleep(0.2)
+            ended(pid)
         reaped = set()
         for _ in range(3):
             reaped |= set(reap_strays({watched}))
