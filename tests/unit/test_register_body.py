@@ -318,12 +318,13 @@ def test_static_topics_are_read_from_a_body_in_shared_memory_too() -> None:
 
 
 def test_static_topics_are_found_wherever_the_map_is_and_whatever_the_topics_are_named() -> None:
-    from cluster.core.protocol.mapping_body import _TAIL, plain_mappings
+    from cluster.core.protocol.mapping_body import plain_mappings
+    from cluster.core.protocol.register_layout import MAX_TAIL
 
     info = b'{"bname":"b","currIdMap":{"0":0},"epoch":1,"topic":"T","totalQueues":1}'
     named = b'"topicQueueMappingInfoMap":{"topicName":"topicQueueMappingInfoMap","perm":6}'
     filler = b",".join(b'"F%d":{"topicName":"F%d","perm":6}' % (i, i) for i in range(4000))
-    assert len(filler) > _TAIL
+    assert len(filler) > MAX_TAIL
 
     def body(table: bytes, infos: bytes, infos_first: bool = False) -> bytes:
         table_part, map_part = b'"topicConfigTable":{%s}' % table, \

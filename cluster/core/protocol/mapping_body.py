@@ -22,11 +22,11 @@ from cluster.core.protocol.body_common import (
     _load,
     _str,
 )
+from cluster.core.protocol.register_layout import MAX_TAIL
 
 GLOBAL_SCOPE = "__global__"
 _I32 = struct.Struct(">i")
 _KEY = b'"topicQueueMappingInfoMap"'
-_TAIL = 1 << 16  # bytes searched first, from the end of a body
 
 
 def mapping_info(obj: Any) -> dict[str, Any]:
@@ -62,9 +62,9 @@ def _empty_or_absent(body: bytes | memoryview) -> bool:
     a broker writes it after the topic table, and a topic name holds no quote) is ``{}``.
     Searched from the end, in the tail first: a search from the start of a 2 MB table
     costs milliseconds (every topic entry begins with the key's first and last byte)."""
-    tail = bytes(body[-_TAIL:])
+    tail = bytes(body[-MAX_TAIL:])
     at = tail.rfind(_KEY)
-    if at < 0 and len(body) > _TAIL:
+    if at < 0 and len(body) > MAX_TAIL:
         tail = body if type(body) is bytes else bytes(body)
         at = tail.rfind(_KEY)
     if at < 0:
