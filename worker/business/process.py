@@ -36,6 +36,7 @@ from worker.procs import announce_ready, give_back_memory, io_endpoint, start_wo
 
 log = logging.getLogger("pynamesrv.business")
 DRAIN_MESSAGES = 16  # messages taken from one socket before looking at the others
+FIRST_HELLO_S = 10.0  # at start, how long the first hello waits for the I/O workers to listen
 TRIM_EVERY_S = 1.0  # after a large frame, free heap pages go back at most this often
 
 
@@ -75,14 +76,22 @@ class BusinessWorker:
         sock = zctx.socket(zmq.DEALER)
         sock.setsockopt(zmq.IDENTITY, self.ident)
         sock.setsockopt(zmq.IMMEDIATE, 1)
+        sock.setsockopt(zmq.RECONNECT_IVL, 10)  # an I/O worker binds after us, or restarts
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.SNDHWM, 100_000)
         sock.setsockopt(zmq.RCVHWM, 100_000)
         sock.connect(io_endpoint(Path(self.cfg.run), index))
         return sock
 
-    def hello(self) -> None:
+    def hello(self, wait_s: float = 0.0) -> None:
+        """Tell every I/O worker this worker is there. ``wait_s`` (at start): wait up to that
+        long for each I/O worker's end to be connected first, as IMMEDIATE drops a message no
+        connection takes; a node is not announced until its I/O workers know a business
+        worker, else its first requests wait for the next hello."""
+        deadline = time.monotonic() + wait_s
         for sock in self.sockets:
+            if wait_s:
+                connected(sock, deadline)
             self._send(sock, self.hello_message)
         now = time.monotonic()
         self.next_hello = now + wire.HEARTBEAT_S
@@ -201,6 +210,12 @@ class BusinessWorker:
         self.store.close()
 
 
+def connected(sock: zmq.Socket[bytes], deadline: float) -> bool:
+    """Whether an IMMEDIATE socket has a connection to send on, waiting until ``deadline``
+    (``time.monotonic``) at most."""
+    return bool(sock.poll(max(0, int((deadline - time.monotonic()) * 1000)), zmq.POLLOUT))
+
+
 def run(cfg: BusinessConfig) -> None:
     """Process entry point."""
     start_worker_process(cfg.parent, f"pns-biz-{cfg.index}")
@@ -214,7 +229,7 @@ def run(cfg: BusinessConfig) -> None:
         worker.running = False
 
     signal.signal(signal.SIGTERM, stop)
-    worker.hello()
+    worker.hello(FIRST_HELLO_S)
     announce_ready(zctx, Path(cfg.run), "business", cfg.index)
     try:
         worker.serve()
