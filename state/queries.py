@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
 
+import orjson
+
 from cluster.core.javaorder import concurrent_capacity, concurrent_order, hashmap_order
 from state import live
 from state.route import public_broker_data
@@ -133,25 +135,43 @@ def _topic_list(topics: Iterable[str], five: bool) -> list[str]:
     return concurrent_order(topics) if five else hashmap_order(dict.fromkeys(topics))
 
 
-def _topic_table(t: Txn, five: bool) -> list[tuple[str, Any]]:
-    """(topic, queue datas) in topicQueueTable's iteration order (5.x; 4.9: key order,
+def _table_order(topics: list[str], five: bool) -> list[str]:
+    """`topics` (in key order) in topicQueueTable's iteration order (5.x; 4.9: key order,
     which the TopicList's HashSet reorders anyway)."""
-    items = list(t.items("topic"))
-    if not five:
-        return items
-    qmaps = dict(items)
-    return [(topic, qmaps[topic]) for topic in concurrent_order(qmaps, TOPIC_TABLE_BINS)]
+    return concurrent_order(topics, TOPIC_TABLE_BINS) if five else topics
+
+
+def _topic_table(t: Txn, five: bool) -> list[tuple[str, Any]]:
+    """(topic, queue datas) in topicQueueTable's iteration order."""
+    qmaps = dict(t.items("topic"))
+    return [(topic, qmaps[topic]) for topic in _table_order(list(qmaps), five)]
 
 
 def all_topics(t: Txn, five: bool = False) -> list[str]:
-    return _topic_list((topic for topic, _ in _topic_table(t, five)), five)
+    return _topic_list(_table_order([topic for topic, _ in t.items_raw("topic")], five), five)
 
 
 def topics_by_cluster(t: Txn, cluster: str, five: bool = False) -> list[str]:
-    names = t.get("cluster", cluster) or ()
-    table = _topic_table(t, five)
-    return _topic_list((topic for name in hashmap_order(names) for topic, qmap in table
-                        if name in qmap), five)
+    """Java adds, for each broker name of the cluster (in its set's order), every topic of
+    topicQueueTable (in its order) that the broker carries, so a topic's place is that of
+    its first add. Found in one pass over the table, each distinct stored value decoded
+    once (topics of equal queue datas share it, ``state.topicsets``), not a pass a broker."""
+    rank = {name: i for i, name in enumerate(hashmap_order(t.get("cluster", cluster) or ()))}
+    if not rank:
+        return []
+    ranks: dict[bytes | memoryview, int | None] = {}
+    first: dict[str, int] = {}  # topic -> rank of the first of the cluster's brokers on it
+    topics: list[str] = []
+    for topic, raw in t.items_raw("topic"):
+        topics.append(topic)
+        if raw not in ranks:
+            ranks[raw] = min((rank[n] for n in orjson.loads(raw) if n in rank), default=None)
+        r = ranks[raw]
+        if r is not None:
+            first[topic] = r
+    adds = sorted((topic for topic in _table_order(topics, five) if topic in first),
+                  key=first.__getitem__)
+    return _topic_list(adds, five)
 
 
 def system_topics(t: Txn, five: bool = False) -> tuple[list[str], str | None]:

@@ -342,3 +342,30 @@ def test_brokers_expiring_in_one_scan_leave_the_topics_together(store: Store) ->
         assert set(dict(t.items("topic"))) == {"T", "Tc"}
         assert set(dict(t.items("broker"))) == {"c"}
     assert [q["brokerName"] for q in pick(store, "T")["queueDatas"]] == ["c"]  # type: ignore[index]
+
+
+def _topics_by_cluster_as_java_loops(t: Any, cluster: str, five: bool) -> list[str]:
+    """RouteInfoManager.getTopicsByCluster as written: a pass over the table per broker."""
+    names = t.get("cluster", cluster) or ()
+    table = queries._topic_table(t, five)
+    return queries._topic_list((topic for name in queries.hashmap_order(names)
+                                for topic, qmap in table if name in qmap), five)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("five", [False, True])
+def test_topics_by_cluster_in_the_order_of_javas_loops(store: Store, seed: int,
+                                                       five: bool) -> None:
+    """Brokers of two clusters over shared and own topics: the one-pass list is the nested
+    loops' list, order included (enough topics for the Java sets to resize and collide)."""
+    import random
+    rnd = random.Random(seed)
+    clusters = ("A", "B")
+    for b in range(rnd.randint(1, 12)):
+        topics = {f"T{rnd.randrange(400)}": None for _ in range(rnd.randint(0, 300))}
+        reg(store, f"b{b}", f"10.0.0.{b}:10911", 0, {n: tc(n) for n in topics},
+            cluster=rnd.choice(clusters), channel=f"0.1.{b}")
+    with store.read() as t:
+        for cluster in (*clusters, "nope"):
+            assert queries.topics_by_cluster(t, cluster, five) == \
+                _topics_by_cluster_as_java_loops(t, cluster, five)
