@@ -57,6 +57,17 @@ def pickup_topic_route_data(t: Txn, topic: str, memo: dict[str, Any] | None = No
     return route
 
 
+def route_key(t: Txn, topic: str, five: bool = False) -> bytes | str | None:
+    """What `topic`'s route is made of besides its brokers' entries: the key of its stored
+    queue datas, which every topic of equal queue datas shares (``state.topicsets``: their
+    routes are equal), or the topic itself when a 5.x static-topic mapping is in its route;
+    None when the topic is absent."""
+    ref = t.topics.ref(topic.encode())
+    if ref is None:
+        return None
+    return topic if five and t.get_raw("mapping", topic) is not None else ref
+
+
 def _broker_entry(t: Txn, name: str, five: bool
                   ) -> tuple[dict[str, Any], dict[str, list[str]]] | tuple[()]:
     """(public BrokerData, filter servers of its addresses), or () for an unknown broker."""

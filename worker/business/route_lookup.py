@@ -1,7 +1,8 @@
 """GET_ROUTEINFO_BY_TOPIC: ClientRequestProcessor and, for 5.x, its ZoneRouteRPCHook.
 
 The reply body is cached per business worker (``RouteCache``) under everything it depends
-on besides the store's generation: topic, JSON flavour, order-topic config, and for 5.x
+on besides the store's generation: the topic's stored queue datas (shared by the topics
+of equal ones: ``queries.route_key``), JSON flavour, order-topic config, and for 5.x
 whether acting masters are shown and the zone asked for.
 
 5.x only: ``needWaitForService`` answers SYSTEM_ERROR "name server not ready" until
@@ -41,8 +42,12 @@ def route_body(ctx: NodeContext, t: Any, topic: str, standard: bool,
     five = ctx.dialect.five
     order = kvconfig.get(t, ORDER_TOPIC_CONFIG, topic) \
         if nsconfig.get_bool(t, "orderMessageEnable") else None
-    acting = five and nsconfig.get_bool(t, "supportActingMaster")
-    key = (topic, standard, order, acting, zone)
+    acting = (five and nsconfig.get_bool(t, "supportActingMaster")
+              and not topic.startswith(queries.SYNC_BROKER_MEMBER_GROUP_PREFIX))
+    shared = queries.route_key(t, topic, five)
+    if shared is None:
+        return None
+    key = (shared, standard, order, acting, zone)  # topics of equal queue datas share a body
     body = ctx.route_cache.get(t.generation(), key)
     if body is None:
         data = queries.pickup_topic_route_data(t, topic, ctx.route_cache.brokers, five)
