@@ -154,6 +154,14 @@ def test_static_topic_mappings_in_both_json_flavours(ctx5: NodeContext) -> None:
     assert b"topicQueueMapping" not in (call(ctx5, route_request("T")).body or b"")
 
 
+def test_topics_of_equal_queue_datas_share_one_cached_route_body(ctx5: NodeContext) -> None:
+    assert call(ctx5, five(register_request("b", "10.0.0.1:10911",
+                                            {"T": 4, "U": 4, "V": 8}))).code == RC.SUCCESS
+    t, u, v = (call(ctx5, route_request(topic)).body for topic in "TUV")
+    assert t == u != v
+    assert len(ctx5.route_cache.bodies) == 2
+
+
 def test_go_away_answers_only_clients_newer_than_5_3_1() -> None:
     new = RemotingCommand(code=105, opaque=9, version=V5_3_1 + 1, ext_fields={"topic": "T"})
     old = RemotingCommand(code=105, opaque=9, version=V5_3_1, ext_fields={"topic": "T"})
