@@ -33,7 +33,9 @@ def plain_queue_table(table: dict[str, Any]) -> dict[str, QueueFields] | None:
             attributes = list(map(_ATTRIBUTES, configs))
         except KeyError:
             return None
-        if not all(map(_plain_attributes, attributes)):
+        # most are empty: only the others are looked into
+        if set(map(type, attributes)) != {dict} or not all(
+                map(_plain_attributes, filter(None, attributes))):
             return None
     elif lengths != {len(_QUEUE_ROW_TYPES)}:
         return None
