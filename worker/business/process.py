@@ -37,6 +37,7 @@ from worker.procs import announce_ready, give_back_memory, io_endpoint, start_wo
 log = logging.getLogger("pynamesrv.business")
 DRAIN_MESSAGES = 16  # messages taken from one socket before looking at the others
 FIRST_HELLO_S = 10.0  # at start, how long the first hello waits for the I/O workers to listen
+HELLO_SLICE_S = 0.05  # ... looking at whether the worker was told to stop this often
 TRIM_EVERY_S = 1.0  # after a large frame, free heap pages go back at most this often
 
 
@@ -90,8 +91,10 @@ class BusinessWorker:
         worker, else its first requests wait for the next hello."""
         deadline = time.monotonic() + wait_s
         for sock in self.sockets:
-            if wait_s:
-                connected(sock, deadline)
+            # in slices: a SIGTERM meanwhile (the node failed to start) ends the wait
+            while (self.running and time.monotonic() < deadline
+                   and not connected(sock, min(deadline, time.monotonic() + HELLO_SLICE_S))):
+                pass
             self._send(sock, self.hello_message)
         now = time.monotonic()
         self.next_hello = now + wire.HEARTBEAT_S
