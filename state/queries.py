@@ -86,10 +86,15 @@ SYNC_BROKER_MEMBER_GROUP_PREFIX = "rmq_sys_SYNC_BROKER_MEMBER_"  # TopicValidato
 PERM_WRITE = 2
 
 
+def shows_acting_masters(topic: str) -> bool:
+    """Whether `topic`'s route may show acting masters (a broker-member sync topic's never)."""
+    return not topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX)
+
+
 def with_acting_masters(route: dict[str, Any], topic: str) -> dict[str, Any]:
     """5.x with supportActingMaster: a group without its master whose QueueData of this topic
     is not writeable shows its lowest-id broker as id 0 (a copy; `route` is unchanged)."""
-    if topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX):
+    if not shows_acting_masters(topic):
         return route
     datas = route["brokerDatas"]
     if not any(bd["brokerAddrs"] and 0 not in bd["brokerAddrs"] for bd in datas):

@@ -43,7 +43,7 @@ def route_body(ctx: NodeContext, t: Any, topic: str, standard: bool,
     order = kvconfig.get(t, ORDER_TOPIC_CONFIG, topic) \
         if nsconfig.get_bool(t, "orderMessageEnable") else None
     acting = (five and nsconfig.get_bool(t, "supportActingMaster")
-              and not topic.startswith(queries.SYNC_BROKER_MEMBER_GROUP_PREFIX))
+              and queries.shows_acting_masters(topic))
     shared = queries.route_key(t, topic, five)
     if shared is None:
         return None
