@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from cluster.core.javaorder import concurrent_capacity, concurrent_order, hashmap_order
-from state import live
+from state import live, nsconfig
 from state.route import public_broker_data
 from state.store import Txn
 from state.tableorder import java_order
@@ -66,6 +66,21 @@ def route_key(t: Txn, topic: str, five: bool = False) -> bytes | str | None:
     if ref is None:
         return None
     return topic if five and t.get_raw("mapping", topic) is not None else ref
+
+
+def shared_route(t: Txn, topic: str, five: bool = False) -> bytes | None:
+    """The key of `topic`'s stored queue datas when every request's route reply for it is
+    the one for any other topic of that key (only the opaque differs), else None: the topic
+    is absent, its route has a part of its own (a 5.x static-topic mapping, an order
+    config, the no-acting-masters rule of a sync topic), or a read's answer depends on its
+    signature (ACL on reads)."""
+    shared = route_key(t, topic, five)
+    if not isinstance(shared, bytes):
+        return None
+    if nsconfig.get_bool(t, "orderMessageEnable") or not shows_acting_masters(topic) or (
+            nsconfig.get_bool(t, "aclEnable") and nsconfig.get_bool(t, "aclReadsToo")):
+        return None
+    return shared
 
 
 def _broker_entry(t: Txn, name: str, five: bool

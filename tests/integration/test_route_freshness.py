@@ -1,17 +1,21 @@
 """Route lookups answered from the I/O worker's templates are never stale: each read
-reflects every write acknowledged before the read was sent, on any connection."""
+reflects every write acknowledged before the read was sent, on any connection; so are
+the first lookups of topics answered from the template of a topic of the same route."""
 
 from __future__ import annotations
 
+import random
 import threading
 import time
+from pathlib import Path
 
 import orjson
 import pytest
 
 from cluster.core.protocol.codes import RequestCode, ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand
-from tests.nodeproc import Conn, NodeProcess
+from tests.integration.test_metrics import MetricsNode, value
+from tests.nodeproc import Conn, NodeProcess, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -23,20 +27,21 @@ BROKER = {"brokerName": "broker-f", "brokerAddr": "127.0.0.1:10911",
           "compressed": "false", "bodyCrc32": "0"}
 
 
-def register(queues: int) -> RemotingCommand:
-    """broker-f's table with ``queues`` write queues for TOPIC, data version ``queues``."""
-    table = {TOPIC: {"order": False, "perm": 6, "readQueueNums": 4, "topicFilterType":
-                     "SINGLE_TAG", "topicName": TOPIC, "topicSysFlag": 0,
-                     "writeQueueNums": queues}}
+def register(queues: int, topics: tuple[str, ...] = (TOPIC,)) -> RemotingCommand:
+    """broker-f's table with ``queues`` write queues for each of ``topics``, data version
+    ``queues``."""
+    table = {t: {"order": False, "perm": 6, "readQueueNums": 4, "topicFilterType":
+                 "SINGLE_TAG", "topicName": t, "topicSysFlag": 0, "writeQueueNums": queues}
+             for t in topics}
     body = orjson.dumps({"filterServerList": [], "topicConfigSerializeWrapper": {
         "dataVersion": {"counter": queues, "timestamp": queues}, "topicConfigTable": table}})
     return RemotingCommand(code=RequestCode.REGISTER_BROKER, version=409, ext_fields=BROKER,
                            body=body)
 
 
-def lookup(stype: SerializeType) -> RemotingCommand:
+def lookup(stype: SerializeType, topic: str = TOPIC) -> RemotingCommand:
     return RemotingCommand(code=RequestCode.GET_ROUTEINFO_BY_TOPIC, version=409,
-                           ext_fields={"topic": TOPIC}, serialize_type=stype)
+                           ext_fields={"topic": topic}, serialize_type=stype)
 
 
 def queues_in(reply: RemotingCommand) -> int:
@@ -78,3 +83,51 @@ def test_no_read_is_older_than_an_acknowledged_write(node: NodeProcess) -> None:
     assert not stale, stale[:5]
     assert queues > 20 and min(reads) > 20, (queues, reads)
     assert queues_in(Conn(node.addr).call(lookup(SerializeType.JSON))) == queues
+
+
+def test_first_lookups_answered_from_a_sibling_topic_are_never_stale(tmp_path: Path) -> None:
+    """Forty topics of equal queue datas, rewritten together: most first lookups after each
+    write are answered from the template of one of the others."""
+    port = free_port()
+    node = NodeProcess(tmp_path / "n", props={"metricsPort": str(port)}).start()
+    try:
+        topics = tuple(f"Sib{i}" for i in range(40))
+        writer = Conn(node.addr)
+        assert writer.call(register(1, topics)).code == ResponseCode.SUCCESS
+        acked, stale, reads, stop = [1], [], [0] * READERS, threading.Event()
+
+        def read(index: int) -> None:
+            conn, rng = Conn(node.addr), random.Random(index)
+            stype = SerializeType.ROCKETMQ if index % 2 else SerializeType.JSON
+            while not stop.is_set():
+                floor, topic = acked[0], rng.choice(topics)
+                seen = queues_in(conn.call(lookup(stype, topic)))
+                if seen < floor:
+                    stale.append(f"{topic}: {seen} after write {floor} was acknowledged")
+                reads[index] += 1
+            conn.close()
+
+        threads = [threading.Thread(target=read, args=(i,), daemon=True)
+                   for i in range(READERS)]
+        for t in threads:
+            t.start()
+        deadline, queues = time.monotonic() + RUN_S, 1
+        while time.monotonic() < deadline:
+            queues += 1
+            assert writer.call(register(queues, topics)).code == ResponseCode.SUCCESS
+            acked[0] = queues
+        stop.set()
+        for t in threads:
+            t.join(10)
+        assert not stale, stale[:5]
+        assert queues > 20 and min(reads) > 20, (queues, reads)
+        reader = Conn(node.addr)
+        final = [reader.call(lookup(SerializeType.JSON, t)) for t in topics]
+        assert len({r.body for r in final}) == 1 and queues_in(final[0]) == queues
+        metrics = MetricsNode(node, f"http://127.0.0.1:{port}/metrics")
+        shared = value(metrics.scrape_until(
+            lambda m: value(m, "pynamesrv_route_template_shared_total") > 0, "shared hits"),
+            "pynamesrv_route_template_shared_total")
+        assert shared > 0
+    finally:
+        node.stop()

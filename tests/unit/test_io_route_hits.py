@@ -138,3 +138,20 @@ def test_reading_stops_past_the_requests_a_connection_may_have_unanswered() -> N
     assert transport.paused
     hub._settled(conn.conn_id, len(kv) - 4)
     assert not transport.paused and conn.outstanding == 5  # ... until half are answered
+
+
+def test_a_first_lookup_of_a_topic_sharing_a_learned_route_is_answered_here() -> None:
+    gen = [b"1"]
+    refs = {"A": b"k", "C": b"k"}  # the store: A and C have equal queue datas, D its own
+    replies = RouteReplies(lambda: gen[0], lambda topic, g: refs.get(topic) if g == gen[0]
+                           else None)
+    hub = Hub(CFG, Loop(), None, replies)  # type: ignore[arg-type]
+    conn, transport = Connection(hub), Transport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    conn.data_received(request("A", 1))  # a miss: to the pool, with what it shares
+    (key, sibling), generation, _, _ = hub.lanes.queued()[0][2]
+    replies.learn(key, generation, reply(1, ResponseCode.SUCCESS), sibling)
+    conn.data_received(request("C", 7) + request("D", 8))
+    assert transport.writes == [reply(7, ResponseCode.SUCCESS)]
+    assert hub.m.counters["route_template_shared"] == 1
+    assert hub.m.counters["route_template_misses"] == 2  # A, then D

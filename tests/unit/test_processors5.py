@@ -16,6 +16,7 @@ from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.dialect import Dialect
 from cluster.core.protocol.frame import FrameError, decode_command, encode_command
 from cluster.core.protocol.lenient import loads_lenient
+from state import nsconfig, queries
 from state.store import Store
 from tests.unit.test_processors import make_ctx, register_request, request, route_request
 from worker.business.context import NodeContext
@@ -192,3 +193,62 @@ def test_fastjson2_refuses_what_5x_refuses(header: bytes) -> None:
         decode_command(struct.pack(">I", len(header)) + header, fastjson2=True)
     if header == b"{code:106}":  # fastjson 1 (4.9) reads unquoted field names
         assert decode_command(struct.pack(">I", len(header)) + header).code == 106
+
+
+SYNC = "rmq_sys_SYNC_BROKER_MEMBER_b"
+
+
+def _shared_route_layout(ctx: NodeContext) -> list[str]:
+    """A master and a slave of `b` with T, U, O and the sync topic alike, V unlike, and S
+    alike but for its static mapping; then the master goes (its slave may act for it); an
+    order config for O. The topics, for the replies to compare."""
+    topics = {"S": 4, "T": 4, "U": 4, "O": 4, SYNC: 4, "V": 8}
+    info = {"bname": "b", "currIdMap": {"0": 0}, "dirty": False, "epoch": 7,
+            "scope": "__global__", "topic": "S", "totalQueues": 1}
+    for broker_id, addr in ((0, "10.0.0.1:10911"), (1, "10.0.0.2:10911")):
+        cmd = five(register_request("b", addr, topics, broker_id=broker_id))
+        configs = {t: register_body.topic_config(t, read_queue_nums=q, write_queue_nums=q)
+                   for t, q in topics.items()}
+        cmd.body = register_body.encode_register_body({"counter": 1, "timestamp": 1}, configs,
+                                                      [], False, mappings={"S": info})
+        assert cmd.ext_fields is not None
+        cmd.ext_fields["bodyCrc32"] = "0"
+        assert call(ctx, cmd).code == RC.SUCCESS
+    call(ctx, request(104, {"clusterName": "DefaultCluster", "brokerAddr": "10.0.0.1:10911",
+                            "brokerName": "b", "brokerId": "0"}))
+    put = request(100, {"namespace": "ORDER_TOPIC_CONFIG", "key": "O", "value": "b:4"})
+    assert call(ctx, put).code == RC.SUCCESS
+    return list(topics)
+
+
+@pytest.mark.parametrize("setting", ["", "supportActingMaster=true", "orderMessageEnable=true"])
+def test_topics_the_store_calls_shared_get_equal_route_replies(ctx5: NodeContext,
+                                                                setting: str) -> None:
+    topics = _shared_route_layout(ctx5)
+    if setting:
+        assert call(ctx5, request(318, body=setting.encode())).code == RC.SUCCESS
+    with ctx5.store.read() as t:
+        shared = {topic: queries.shared_route(t, topic, five=True) for topic in topics}
+    expected = {"": {"T", "U", "O"}, "supportActingMaster=true": {"T", "U", "O"},
+                "orderMessageEnable=true": set()}[setting]
+    assert {x for x in topics if x != "V" and shared[x] is not None} == expected
+    assert shared["V"] != shared["T"] or not expected
+    for version in (409, 0):  # both JSON flavours
+        bodies = {x: call(ctx5, route_request(x, version=version)).body for x in topics}
+        for x in topics:
+            for y in topics:
+                if shared[x] is not None and shared[x] == shared[y]:
+                    assert bodies[x] == bodies[y], (x, y)
+    if setting == "supportActingMaster=true":  # what sharing the sync topic would get wrong
+        assert bodies["T"] != bodies[SYNC]
+
+
+def test_no_route_is_shared_when_reads_are_signed(store: Store, tmp_path: Path) -> None:
+    ctx = make_ctx(store, props={"aclEnable": "true", "aclReadsToo": "true"},
+                   dialect=Dialect.V5_5_0)
+    call(ctx, five(register_request("b", "10.0.0.1:10911", {"T": 4, "U": 4})))
+    with store.read() as t:
+        assert queries.shared_route(t, "T", five=True) is None
+    nsconfig.initialize(store, {"rocketmqVersion": "5.5.0", "aclEnable": "true"}, "", "")
+    with store.read() as t:
+        assert queries.shared_route(t, "T", five=True) is not None

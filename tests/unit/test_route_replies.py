@@ -7,7 +7,7 @@ import pytest
 from cluster.core.protocol.codes import FLAG_ONEWAY, ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import encode_command
-from worker.io.route_replies import RouteReplies, header_key, learnable, template_of
+from worker.io.route_replies import RouteReplies, header_key, route_request, template_of
 
 STYPES = (SerializeType.JSON, SerializeType.ROCKETMQ)
 
@@ -69,15 +69,36 @@ def test_a_json_opaque_must_be_a_plain_int32() -> None:
 
 def test_only_well_formed_two_way_route_requests_are_learned() -> None:
     for stype in STYPES:
-        assert learnable(request(1, stype=stype))
-        assert not learnable(request(1, stype=stype, flag=FLAG_ONEWAY))
+        assert route_request(request(1, stype=stype)) is not None
+        assert route_request(request(1, stype=stype, flag=FLAG_ONEWAY)) is None
         no_topic = RemotingCommand(code=105, opaque=1, serialize_type=stype)
-        assert not learnable(encode_command(no_topic)[4:])
+        assert route_request(encode_command(no_topic)[4:]) is None
         other = RemotingCommand(code=106, opaque=1, ext_fields={"topic": "T"},
                                 serialize_type=stype)
-        assert not learnable(encode_command(other)[4:])
+        assert route_request(encode_command(other)[4:]) is None
     twice = request(1).replace(b'"opaque":1', b'"opaque":1,"opaque":1')
-    assert not learnable(twice)
+    assert route_request(twice) is None
+
+
+@pytest.mark.parametrize("stype", STYPES)
+def test_a_shape_is_the_request_but_its_topic_and_opaque(stype: SerializeType) -> None:
+    topic, shape = route_request(request(1, topic="T", stype=stype))  # type: ignore[misc]
+    assert topic == "T"
+    assert route_request(request(9, topic="U", stype=stype)) == ("U", shape)
+    others = [request(1, stype=stype, version=317), request(1, stype=stype, flag=4),
+              request(1, stype=stype, acceptStandardJsonOnly="true"),
+              request(1, stype=stype, __ZONE_MODE="true", __ZONE_NAME="z"),
+              request(1, stype=STYPES[1 - STYPES.index(stype)])]
+    assert len({route_request(o)[1] for o in others} | {shape}) == 6  # type: ignore[index]
+
+
+def test_a_shape_is_what_the_pool_decodes_not_the_bytes() -> None:
+    plain = b'{"code":105,"extFields":{"topic":"T","a":"1"},"flag":0,"opaque":1,"version":409}'
+    moved = b'{"version":409,"opaque":2,"flag":0,"extFields":{"a":"1","topic":"V"},"code":105}'
+    frames = [len(h).to_bytes(4, "big") + h for h in (plain, moved)]
+    (t1, s1), (t2, s2) = (route_request(f) for f in frames)  # type: ignore[misc]
+    assert (t1, t2) == ("T", "V") and s1 == s2
+    assert header_key(frames[0])[0] != header_key(frames[1])[0]  # type: ignore[index]
 
 
 class Generations:
@@ -150,3 +171,94 @@ def test_a_shared_template_goes_with_the_last_key_that_uses_it() -> None:
     assert first not in cache.templates and before > 0
     live = {id(t): t for t in cache.templates.values()}
     assert cache.size == sum(map(len, cache.templates)) + sum(t.size for t in live.values())
+
+
+class Shared:
+    """The store's answer to which topics share a route: topic -> key of its queue datas."""
+
+    def __init__(self, gen: Generations, refs: dict[str, bytes]) -> None:
+        self.gen, self.refs, self.asked = gen, refs, 0
+
+    def __call__(self, topic: str, generation: bytes | None) -> bytes | None:
+        self.asked += 1
+        return self.refs.get(topic) if generation == self.gen.value else None
+
+
+def shared_cache(max_bytes: int = 1 << 20) -> tuple[RouteReplies, Generations, Shared]:
+    gen = Generations()
+    shared = Shared(gen, {"A": b"k1", "B": b"k1", "C": b"k2", "S": b"k1"})
+    cache = RouteReplies(gen, shared, max_bytes=max_bytes)
+    cache.refresh()
+    return cache, gen, shared
+
+
+def learn_route(cache: RouteReplies, topic: str, body: bytes = b'{"x":1}',
+                code: int = ResponseCode.SUCCESS, stype: SerializeType = SerializeType.JSON,
+                **ext: str) -> None:
+    frame = request(1, topic=topic, stype=stype, **ext)
+    ask = route_request(frame)
+    assert ask is not None
+    cache.learn(header_key(frame)[0], cache.generation,  # type: ignore[index]
+                reply_to(1, stype, body, code), cache.sibling(*ask))
+
+
+def derived(cache: RouteReplies, topic: str, opaque: int,
+            stype: SerializeType = SerializeType.JSON, **ext: str) -> bytes | None:
+    frame = request(opaque, topic=topic, stype=stype, **ext)
+    ask, (key, digits) = route_request(frame), header_key(frame)  # type: ignore[misc]
+    assert ask is not None
+    sibling = cache.sibling(*ask)
+    t = None if sibling is None else cache.derive(key, sibling)
+    return None if t is None else t.render(digits)
+
+
+@pytest.mark.parametrize("stype", STYPES)
+def test_a_first_lookup_is_answered_from_a_topic_of_the_same_route(stype: SerializeType) -> None:
+    cache, _, _ = shared_cache()
+    learn_route(cache, "A", b'{"route":"k1"}', stype=stype)
+    assert derived(cache, "B", 77, stype) == reply_to(77, stype, b'{"route":"k1"}')
+    key = header_key(request(5, topic="B", stype=stype))[0]  # type: ignore[index]
+    assert answer(cache, key, b"5") is not None  # learned under its own key as well
+    assert derived(cache, "C", 1, stype) is None  # another route
+    assert derived(cache, "Z", 1, stype) is None  # not in the store (or a route of its own)
+    assert derived(cache, "B", 1, stype, acceptStandardJsonOnly="true") is None  # other shape
+
+
+def test_not_found_replies_are_never_shared() -> None:
+    cache, _, _ = shared_cache()
+    learn_route(cache, "A", None, ResponseCode.TOPIC_NOT_EXIST)
+    assert derived(cache, "B", 3) is None
+
+
+def test_sharing_holds_for_one_generation() -> None:
+    cache, gen, _ = shared_cache()
+    learn_route(cache, "A")
+    gen.value = b"2"  # the store moved on after the cache read its generation
+    assert derived(cache, "B", 3) is None
+    cache.refresh()
+    assert derived(cache, "B", 3) is None and not cache.templates
+    learn_route(cache, "A", b'{"new":1}')
+    assert derived(cache, "B", 3) == reply_to(3, SerializeType.JSON, b'{"new":1}')
+
+
+def test_a_forgotten_template_is_not_shared_and_the_count_stays_right() -> None:
+    cache, _, _ = shared_cache(max_bytes=3000)
+    learn_route(cache, "A", b"a" * 1200)
+    for i in range(4):  # other replies push A's template out
+        key = header_key(request(1, topic=f"N{i}"))[0]  # type: ignore[index]
+        cache.learn(key, b"1", reply_to(1, SerializeType.JSON, bytes([66 + i]) * 1200))
+    assert not any(t.rest.endswith(b"a" * 1200) for t in cache.templates.values())
+    assert derived(cache, "B", 3) is None
+    live = {id(t): t for t in cache.templates.values()}
+    assert cache.size == sum(map(len, cache.templates)) + sum(t.size for t in live.values())
+
+
+def test_the_shared_keys_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from worker.io import route_replies
+    monkeypatch.setattr(route_replies, "SIBLINGS_MAX_BYTES", 400)
+    cache, _, _ = shared_cache()
+    for i in range(40):  # shapes of a client that never asks twice alike
+        learn_route(cache, "A", junk=str(i))
+        assert cache._siblings_size <= 400
+    learn_route(cache, "A")
+    assert derived(cache, "B", 3) == reply_to(3, SerializeType.JSON)

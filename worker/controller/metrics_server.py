@@ -40,6 +40,8 @@ COUNTERS: dict[str, str] = {
     "(a connection's next frame was 256 KiB or more)",
     "route_template_hits": "route lookups answered from a template by the I/O worker",
     "route_template_misses": "route lookups sent to the business pool to be learned",
+    "route_template_shared": "first route lookups of a topic answered from the template of "
+    "another topic of the same route (counted in the hits too)",
 }
 
 

@@ -42,7 +42,7 @@ from worker.io.dispatch import ROUTE_CODE as ROUTE
 from worker.io.dispatch import Dispatcher, Peer
 from worker.io.go_away import go_away_reply
 from worker.io.handoff import HandoffSender
-from worker.io.route_replies import RouteReplies, header_key, learnable
+from worker.io.route_replies import HeaderKey, RouteReplies, Sibling, header_key, route_request
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code, origin_of
 
 log = logging.getLogger("pynamesrv.io")
@@ -53,9 +53,10 @@ MAX_EVENTS = 100_000
 EVENTS_PER_MESSAGE = 512  # closed connections per channel-destroyed message
 FORGET_PEER_S = 600.0  # a silent business worker is dropped from the table after this
 SUCCESS = int(ResponseCode.SUCCESS)
-# A pooled request's tag: (template key to learn its reply under or None, store generation
-# then, perf_counter when its frame came in, request code).
-Tag = tuple[bytes | None, bytes | None, float, int]
+# A pooled request's tag: (template key to learn its reply under, with what it shares with
+# other topics' (None: nothing), or None; store generation then, perf_counter when its
+# frame came in, request code).
+Tag = tuple[tuple[HeaderKey, Sibling | None] | None, bytes | None, float, int]
 
 
 class Hub:
@@ -174,8 +175,17 @@ class Hub:
                     if t.code != ok:
                         unusual.append(t.code)
                     continue
-                if peek_code(frame) == ROUTE and learnable(frame):
-                    self.submit(conn.conn_id, frame, (found[0], replies.generation, t0, ROUTE))
+                ask = route_request(frame, self.dialect.five) \
+                    if peek_code(frame) == ROUTE else None
+                if ask is not None:
+                    sibling = replies.sibling(*ask)
+                    t = None if sibling is None else replies.derive(found[0], sibling)
+                    if t is not None:  # a topic of the same route was learned
+                        out.append(t.render(found[1]))
+                        self.m.add("route_template_shared")
+                        continue
+                    self.submit(conn.conn_id, frame,
+                                ((found[0], sibling), replies.generation, t0, ROUTE))
                     self.m.add("route_template_misses")
                     continue
             self.submit(conn.conn_id, frame, (None, None, t0, frame_code(frame)))
@@ -427,7 +437,7 @@ class Hub:
                 if tag is not None:
                     timed.append((tag[2], tag[3]))
                     if tag[0] is not None:
-                        self.replies.learn(tag[0], tag[1], reply)
+                        self.replies.learn(tag[0][0], tag[1], reply, tag[0][1])
         for conn_id, chunks in out.items():
             conn = self.conns.get(conn_id)
             if conn is None:

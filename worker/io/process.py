@@ -8,12 +8,14 @@ import contextlib
 import logging
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import uvloop
 import zmq
 
-from state import nsconfig
+from cluster.core.protocol.dialect import dialect_of
+from state import nsconfig, queries
 from state.store import Store
 from worker import wire
 from worker.frame_arena import open_arena
@@ -45,7 +47,8 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context[zmq.Socket[bytes]]) -> None:
         os.unlink(Path(cfg.run) / f"io-{cfg.index}.ipc")
     router.bind(io_endpoint(Path(cfg.run), cfg.index))
     store = Store.open(Path(cfg.store_path))
-    hub = Hub(cfg, loop, router, RouteReplies(store.generation_token),
+    five = dialect_of(cfg.dialect).five
+    hub = Hub(cfg, loop, router, RouteReplies(store.generation_token, _shared_route(store, five)),
               open_arena(Path(cfg.store_path), cfg.index, cfg.frame_max))
     loop.add_reader(router.fileno(), hub.on_router_readable)
     server = None if cfg.large else await accept(cfg, loop, hub)
@@ -81,6 +84,17 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context[zmq.Socket[bytes]]) -> None:
     store.close()
     if hub.arena is not None:
         hub.arena.close()
+
+
+def _shared_route(store: Store, five: bool) -> Callable[[str, bytes | None], bytes | None]:
+    """``queries.shared_route`` of a topic in the store at a generation (None once the store
+    moved on), for ``RouteReplies``."""
+    def shared(topic: str, generation: bytes | None) -> bytes | None:
+        with store.read() as t:
+            if t.get_raw("meta", "gen") != generation:
+                return None
+            return queries.shared_route(t, topic, five)
+    return shared
 
 
 def go_away_seconds(store: Store) -> float:

@@ -15,7 +15,14 @@ route reply shows bumps the generation (``state.store``), which empties the
 cache. A miss is parsed in full, and only a well-formed two-way route request
 is ever learned.
 
-Pure logic: the generation reader is passed in.
+Topics whose stored queue datas are equal have equal routes (``state.topicsets``), so
+the first lookup of a topic is answered from the template of another topic when the
+store says their routes are the same one (``state.queries.shared_route``: same stored
+queue datas, nothing of the topic's own in its route) and the two requests read the
+same but for topic and opaque, as the business pool decodes them (``Shape``). Only
+SUCCESS templates are shared: a TOPIC_NOT_EXIST reply names its topic.
+
+Pure logic: the readers of the generation and of a topic's shared route are passed in.
 """
 
 from __future__ import annotations
@@ -43,8 +50,11 @@ _OPAQUE = re.compile(rb'"opaque":(-?(?:0|[1-9][0-9]*))(?=[,}])')  # canonical in
 _INT32 = range(-(2**31), 2**31)
 _BINARY = int(SerializeType.ROCKETMQ)
 _CACHEABLE = (ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST)
+SIBLINGS_MAX_BYTES = 4 << 20  # the keys of templates shared between topics, per I/O worker
 
 HeaderKey = bytes  # a request header without its opaque
+Shape = bytes  # a route request as the business pool decodes it, without its opaque and topic
+Sibling = tuple[Shape, bytes]  # and the key of the topic's stored queue datas
 
 
 def header_key(frame: bytes, json_replies: bool = False) -> tuple[HeaderKey, bytes] | None:
@@ -104,33 +114,36 @@ class Template:
         return b"".join((self.lead, digits, self.rest))
 
 
-def learnable(frame: bytes) -> bool:
-    """Whether ``frame`` is a well-formed two-way route request with a topic, which
-    exactly one opaque in its header (a JSON header must parse strictly)."""
+def route_request(frame: bytes, fastjson2: bool = False) -> tuple[str, Shape] | None:
+    """(topic, ``Shape``) of a well-formed two-way route request with a topic and exactly
+    one opaque in its header (a JSON header must parse strictly), else None: only such a
+    request is ever learned. ``fastjson2``: the header is decoded as a 5.x node does."""
     word = _PREFIX.unpack_from(frame, 0)[0] if len(frame) >= 8 else 0
     stype, hlen = word >> _STYPE & 0xFF, word & _HLEN
     if stype == SerializeType.JSON:
         header = frame[4 : 4 + hlen]
         if len(_OPAQUE.findall(header)) != 1 or len(frame) != 4 + hlen:
-            return False
+            return None
         try:
             h = orjson.loads(header)
-            ext = h.get("extFields") or {}
-            fields = (h["code"], h["opaque"], h.get("flag", 0), ext.get("topic"))
+            strict = h["opaque"], (h.get("extFields") or {}).get("topic")
         except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
-            return False
-    elif stype == SerializeType.ROCKETMQ:
-        try:
-            cmd = decode_command(frame)
-        except FrameError:
-            return False
-        fields = (cmd.code, cmd.opaque, cmd.flag, cmd.field("topic"))
-    else:
-        return False
-    code, opaque, flag, topic = fields
-    return (code == RequestCode.GET_ROUTEINFO_BY_TOPIC and type(opaque) is int
-            and opaque in _INT32 and type(flag) is int and not flag & FLAG_ONEWAY
-            and type(topic) is str)
+            return None
+    elif stype != SerializeType.ROCKETMQ:
+        return None
+    try:
+        cmd = decode_command(frame, fastjson2=fastjson2)
+    except FrameError:
+        return None
+    topic, opaque = cmd.field("topic"), cmd.opaque
+    if (cmd.code != RequestCode.GET_ROUTEINFO_BY_TOPIC or type(opaque) is not int
+            or opaque not in _INT32 or type(cmd.flag) is not int or cmd.flag & FLAG_ONEWAY
+            or type(topic) is not str
+            or (stype == SerializeType.JSON and strict != (opaque, topic))):
+        return None
+    rest = sorted((k, v) for k, v in (cmd.ext_fields or {}).items() if k != "topic")
+    return topic, orjson.dumps((stype, cmd.code, cmd.flag, cmd.version, cmd.language,
+                                cmd.remark, rest))
 
 
 def template_of(reply: bytes) -> Template | None:
@@ -159,14 +172,21 @@ def template_of(reply: bytes) -> Template | None:
 
 class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
     """Templates of one store generation (``worker.generation_cache``). A key costs its
-    length, a template its size once however many keys share it."""
+    length, a template its size once however many keys share it. ``shared`` reads the key
+    of a topic's route shared with other topics (``state.queries.shared_route``) in the
+    store at a generation, None when it is not that generation any more."""
 
-    __slots__ = ("_read_generation", "_shared")
+    __slots__ = ("_read_generation", "_read_shared", "_shared", "_siblings", "_siblings_size")
 
-    def __init__(self, generation: Callable[[], bytes | None], max_bytes: int = MAX_BYTES) -> None:
+    def __init__(self, generation: Callable[[], bytes | None],
+                 shared: Callable[[str, bytes | None], bytes | None] | None = None,
+                 max_bytes: int = MAX_BYTES) -> None:
         super().__init__(max_bytes, generation=None)
         self._read_generation = generation
+        self._read_shared = shared
         self._shared: dict[tuple[bytes, bytes], Template] = {}
+        self._siblings: dict[Sibling, Template] = {}
+        self._siblings_size = 0
 
     @property
     def templates(self) -> dict[HeaderKey, Template]:
@@ -179,9 +199,35 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
     def clear(self) -> None:
         super().clear()
         self._shared.clear()
+        self._siblings.clear()
+        self._siblings_size = 0
 
-    def learn(self, key: HeaderKey, generation: bytes | None, reply: bytes) -> None:
-        """Keep the pool's reply to a lookup sent while the store was at ``generation``."""
+    def sibling(self, topic: str, shape: Shape) -> Sibling | None:
+        """What a request of ``shape`` for ``topic`` shares its reply with other topics' by,
+        at the cache's generation; None when its route is its own."""
+        if self._read_shared is None:
+            return None
+        ref = self._read_shared(topic, self.generation)
+        return None if ref is None else (shape, ref)
+
+    def derive(self, key: HeaderKey, sibling: Sibling) -> Template | None:
+        """The template of another topic whose reply is this request's, kept under ``key``
+        too; None when no such topic was learned."""
+        t = self._siblings.get(sibling)
+        if t is None:
+            return None
+        self.make_room(len(key))
+        if not t.uses:  # its keys were all forgotten, or just now
+            del self._siblings[sibling]
+            return None
+        self.add(key, t, len(key))
+        t.uses += 1
+        return t
+
+    def learn(self, key: HeaderKey, generation: bytes | None, reply: bytes,
+              sibling: Sibling | None = None) -> None:
+        """Keep the pool's reply to a lookup sent while the store was at ``generation``;
+        with ``sibling``, for the first lookups of the topics that share it too."""
         if generation != self.generation or key in self.entries:
             return
         t = template_of(reply)
@@ -191,6 +237,14 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
         t = self._shared.setdefault(t.ident, t)
         self.add(key, t, len(key) if t.uses else len(key) + t.size)
         t.uses += 1
+        if sibling is not None and t.code == ResponseCode.SUCCESS and \
+                sibling not in self._siblings:
+            cost = len(sibling[0]) + len(sibling[1])
+            if self._siblings_size + cost > SIBLINGS_MAX_BYTES:
+                self._siblings.clear()
+                self._siblings_size = 0
+            self._siblings[sibling] = t
+            self._siblings_size += cost
 
     def forget(self, key: HeaderKey) -> None:
         t = self.entries.pop(key)
