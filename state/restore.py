@@ -45,7 +45,7 @@ def restore_routes(store: Store, five: bool) -> Restored:
         for key in FORGOTTEN_META:
             t.delete("meta", key)
         newest = _unbind_channels(t)
-        return Restored(brokers=len(t.keys("live")), topics=len(t.keys("topic")),
+        return Restored(brokers=t.count("live"), topics=t.count("topic"),
                         newest_heartbeat=newest)
 
 

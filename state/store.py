@@ -179,6 +179,11 @@ class Txn:
         if table in ROUTE_TABLES:
             self.route_changed = True
 
+    def count(self, table: str) -> int:
+        """How many keys `table` holds (the topic table: how many topics), without reading
+        them."""
+        return int(self._txn.stat(self._dbs[table])["entries"])
+
     def keys(self, table: str) -> list[str]:
         with self._txn.cursor(db=self._dbs[table]) as cur:
             return [bytes(k).decode() for k in cur.iternext(keys=True, values=False)]

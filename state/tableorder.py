@@ -43,7 +43,7 @@ def hm_added(t: Txn, table: str, key: str) -> None:
     t.put("meta", _meta(table, "next"), seq)
     t.put("meta", _meta(table, f"key:{key}"), seq)
     cap = t.get("meta", _meta(table, "capacity")) or _initial(t, table)
-    t.put("meta", _meta(table, "capacity"), _grown(t, cap, len(t.keys(table))))
+    t.put("meta", _meta(table, "capacity"), _grown(t, cap, t.count(table)))
 
 
 def hm_removed(t: Txn, table: str, key: str) -> None:

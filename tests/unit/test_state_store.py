@@ -51,6 +51,18 @@ def test_put_get_items_prefix_and_delete(store: Store) -> None:
         assert t.get("channel", "nope") is None
 
 
+def test_count_is_the_number_of_keys(store: Store) -> None:
+    with store.write() as t:
+        for i in range(5):
+            t.put("broker", f"b{i}", {"i": i})
+            t.put("topic", f"T{i}", {"b0": {"perm": 6}})  # one shared value, five topics
+        t.delete("broker", "b3")
+        assert (t.count("broker"), t.count("topic")) == (4, 5) == (len(t.keys("broker")),
+                                                                 len(t.keys("topic")))
+    with store.read() as t:
+        assert (t.count("broker"), t.count("topic"), t.count("cluster")) == (4, 5, 0)
+
+
 def test_exception_aborts_the_write(store: Store) -> None:
     with pytest.raises(RuntimeError), store.write() as t:
         t.put("topic", "T", {"b": 1})

@@ -162,7 +162,7 @@ def worker_gauges(live: dict[Slot, dict[str, Any]]) -> Iterator[Metric]:
 def state_gauges(store: Any) -> Iterator[Metric]:
     """Live brokers, topics, KV entries and the store generation, from one read transaction."""
     with store.read() as t:
-        brokers, topics = len(t.keys("live")), len(t.keys("topic"))
+        brokers, topics = t.count("live"), t.count("topic")
         kv = sum(len(table) for _, table in t.items("kv"))
         generation = t.generation()
     for name, doc, value in (
