@@ -257,15 +257,17 @@ def _apply_queues(t: Txn, name: str, queues: Mapping[str, QueueFields]) -> None:
     entries: dict[QueueFields, bytes] = {}
     edits: dict[tuple[bytes | None, QueueFields], tuple[bytes, bytes] | bool] = {}
     changes = []
-    for topic, fields in queues.items():
-        key = topic.encode()
-        ref = t.topics.ref(key)
+    topics = t.topics
+    keys = [topic.encode() for topic in queues]
+    refs = topics.refs(keys)
+    for key, (topic, fields) in zip(keys, queues.items(), strict=True):
+        ref = refs.get(key)
         edit = edits.get((ref, fields))
         if edit is None:
             entry = entries.get(fields)
             if entry is None:
                 entry = entries[fields] = entry_head + _ENTRY_FIELDS % fields
-            raw = None if ref is None else t.topics.value(ref)
+            raw = None if ref is None else topics.value(ref)
             new = _with_entry(raw, head, entry_head, entry)
             edit = edits[(ref, fields)] = (
                 _DECODE if new is None else _HELD if new is raw else (new, key_of(new)))

@@ -19,7 +19,7 @@ names any more is deleted then.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import lmdb
 import xxhash
@@ -56,6 +56,11 @@ class TopicSets:
         ref = self._txn.get(topic, db=self._topic)
         return None if ref is None else bytes(ref)
 
+    def refs(self, topics: list[bytes]) -> dict[bytes, bytes]:
+        """The key of each of `topics`' values, by topic; absent topics are left out."""
+        with self._txn.cursor(db=self._topic) as cur:  # the store's transactions give bytes
+            return dict(cast(list[tuple[bytes, bytes]], cur.getmulti(topics)))
+
     def value(self, ref: bytes) -> bytes:
         """The value of key `ref`."""
         raw = self._txn.get(ref, db=self._sets)
@@ -74,19 +79,21 @@ class TopicSets:
     def put_many(self, changes: Iterable[tuple[bytes, bytes | None, bytes, bytes]]) -> bool:
         """For each (topic, the key of its value now, new value, its key), make that value
         the topic's; False when every topic had its value already."""
-        put, db, delta, stored = self._txn.put, self._topic, self._delta, self._stored
-        changed = False
+        delta, stored = self._delta, self._stored
+        puts = []
         for topic, old, raw, new in changes:
             if old == new:
                 continue
             if new not in stored:
                 self._hold(new, raw)
-            put(topic, new, db=db)
+            puts.append((topic, new))
             delta[new] = delta.get(new, 0) + 1
             if old is not None:
                 delta[old] = delta.get(old, 0) - 1
-            changed = True
-        return changed
+        if puts:
+            with self._txn.cursor(db=self._topic) as cur:
+                cur.putmulti(puts)
+        return bool(puts)
 
     def delete(self, topic: bytes) -> bool:
         old = self.ref(topic)
