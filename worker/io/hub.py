@@ -89,6 +89,7 @@ class Hub:
         # Where connections whose next frame is large go (None: kept here).
         self.handoff: HandoffSender | None = None
         self.dialect = dialect_of(cfg.dialect)
+        self.five = self.dialect.five  # read per frame: an Enum property costs a lookup
         self.going_away = False  # shutting down gracefully: new clients get GO_AWAY
 
     def now(self) -> float:
@@ -159,7 +160,7 @@ class Hub:
         t0 = time.perf_counter()
         replies = self.replies
         replies.refresh()  # once per chunk: every write acknowledged before it is seen
-        template = replies.templates.get
+        template, five = replies.templates.get, self.five
         out: list[bytes] = []
         unusual: list[int] = []  # codes of the answers from templates other than SUCCESS
         ok = SUCCESS
@@ -167,7 +168,7 @@ class Hub:
             if self.going_away and self._go_away(conn, frame):
                 continue
             # only route lookups are ever learned under a key
-            found = header_key(frame, self.dialect.five)
+            found = header_key(frame, five)
             if found is not None:
                 t = template(found[0])
                 if t is not None:
@@ -175,7 +176,7 @@ class Hub:
                     if t.code != ok:
                         unusual.append(t.code)
                     continue
-                ask = route_request(frame, self.dialect.five) \
+                ask = route_request(frame, five) \
                     if peek_code(frame) == ROUTE else None
                 if ask is not None:
                     sibling = replies.sibling(*ask)
