@@ -34,7 +34,6 @@ from state.store import (
     Txn,
     dumps,
 )
-from state.topicsets import key_of
 
 
 class TopicTable:
@@ -255,8 +254,9 @@ def _apply_queues(t: Txn, name: str, queues: Mapping[str, QueueFields]) -> None:
     head = dumps(name)
     entry_head = head + b':{"brokerName":' + head + b","
     entries: dict[QueueFields, bytes] = {}
-    edits: dict[tuple[bytes | None, QueueFields], tuple[bytes, bytes] | bool] = {}
-    changes = []
+    # (group, fields) → the topics to move to the edited value, or what else to do
+    edits: dict[tuple[bytes | None, QueueFields], list[bytes] | bool] = {}
+    moves: dict[tuple[bytes | None, bytes], list[bytes]] = {}
     topics = t.topics
     keys = [topic.encode() for topic in queues]
     refs = topics.refs(keys)
@@ -269,16 +269,16 @@ def _apply_queues(t: Txn, name: str, queues: Mapping[str, QueueFields]) -> None:
                 entry = entries[fields] = entry_head + _ENTRY_FIELDS % fields
             raw = None if ref is None else topics.value(ref)
             new = _with_entry(raw, head, entry_head, entry)
-            edit = edits[(ref, fields)] = (
-                _DECODE if new is None else _HELD if new is raw else (new, key_of(new)))
-        if isinstance(edit, tuple):
-            changes.append((key, ref, *edit))
+            edit = edits[(ref, fields)] = _DECODE if new is None else _HELD if new is raw \
+                else moves.setdefault((ref, new), [])
+        if edit.__class__ is list:
+            edit.append(key)
         elif edit is _DECODE:  # not in the form expected: decode it
             _apply_decoded(t, name, topic, fields)
-    t.put_topics(changes)
+    t.put_topics(moves)
 
 
-_DECODE, _HELD = True, False  # the outcomes of an edit besides a new value and its key
+_DECODE, _HELD = True, False  # the outcomes of an edit besides a new value
 _ENTRY_FIELDS = b'"perm":%d,"readQueueNums":%d,"topicSysFlag":%d,"writeQueueNums":%d}'
 _ENTRY_TAIL = re.compile(rb'"perm":-?\d+,"readQueueNums":-?\d+,"topicSysFlag":-?\d+,'
                          rb'"writeQueueNums":-?\d+}')

@@ -58,10 +58,10 @@ def pickup_topic_route_data(t: Txn, topic: str, memo: dict[str, Any] | None = No
 
 
 def route_key(t: Txn, topic: str, five: bool = False) -> bytes | str | None:
-    """What `topic`'s route is made of besides its brokers' entries: the key of its stored
-    queue datas, which every topic of equal queue datas shares (``state.topicsets``: their
-    routes are equal), or the topic itself when a 5.x static-topic mapping is in its route;
-    None when the topic is absent."""
+    """What `topic`'s route is made of besides its brokers' entries: the group of its stored
+    queue datas, which every topic of the group shares (``state.topicsets``: their routes
+    are equal), or the topic itself when a 5.x static-topic mapping is in its route; None
+    when the topic is absent."""
     ref = t.topics.ref(topic.encode())
     if ref is None:
         return None
@@ -69,8 +69,8 @@ def route_key(t: Txn, topic: str, five: bool = False) -> bytes | str | None:
 
 
 def shared_route(t: Txn, topic: str, five: bool = False) -> bytes | None:
-    """The key of `topic`'s stored queue datas when every request's route reply for it is
-    the one for any other topic of that key (only the opaque differs), else None: the topic
+    """The group of `topic`'s stored queue datas when every request's route reply for it is
+    the one for any other topic of that group (only the opaque differs), else None: the topic
     is absent, its route has a part of its own (a 5.x static-topic mapping, an order
     config, the no-acting-masters rule of a sync topic), or a read's answer depends on its
     signature (ACL on reads)."""
@@ -186,7 +186,7 @@ def topics_by_cluster(t: Txn, cluster: str, five: bool = False) -> list[str]:
     """Java adds, for each broker name of the cluster (in its set's order), every topic of
     topicQueueTable (in its order) that the broker carries, so a topic's place is that of
     its first add. Found in one pass over the table, each distinct stored value decoded
-    once (topics of equal queue datas share it, ``state.topicsets``), not a pass a broker."""
+    once (the topics of a group share its bytes, ``state.topicsets``), not a pass a broker."""
     rank = {name: i for i, name in enumerate(hashmap_order(t.get("cluster", cluster) or ()))}
     if not rank:
         return []

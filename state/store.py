@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,7 +28,7 @@ TABLES: tuple[str, ...] = (
 )
 # "mapping": topic → {brokerName: TopicQueueMappingInfo} of static topics (5.x).
 # "topic": topic → {brokerName: QueueData} as read and written here; stored as
-# `state.topicsets` lays it out (with "topic_sets" and "topic_refs").
+# `state.topicsets` lays it out (with "topic_sets", "topic_refs" and "topic_index").
 # Tables whose content is visible in route replies: a real change bumps meta["gen"], which
 # empties every cache of route replies. "kv" and "config" count too: with
 # orderMessageEnable, a reply carries the topic's ORDER_TOPIC_CONFIG entry.
@@ -48,7 +48,7 @@ APPLIED_TABLES = (APPLIED, APPLIED_QUEUES, APPLIED_DELTA, APPLIED_STAMP)
 TOPIC = topicsets.TOPIC
 MAX_READERS = 256
 # meta["format"]: the layout of the tables; a store of another layout is not reopened
-FORMAT = 2
+FORMAT = 3
 DEFAULT_MAP_SIZE = 256 * 1024 * 1024
 _OPTS = orjson.OPT_NON_STR_KEYS
 
@@ -78,7 +78,7 @@ class Txn:
 
     def get(self, table: str, key: str) -> Any:
         raw = self._txn.get(key.encode(), db=self._dbs[table])
-        if raw is not None and table == TOPIC:  # the key of the value (`state.topicsets`)
+        if raw is not None and table == TOPIC:  # the topic's group (`state.topicsets`)
             raw = self._txn.get(raw, db=self._dbs[topicsets.SETS])
             if raw is None:
                 raise topicsets.TopicSetError(f"topic table: no value for {key!r}")
@@ -114,11 +114,11 @@ class Txn:
         self._txn.put(k, raw, db=db)
         self._changed(table, registering)
 
-    def put_topics(self, changes: Iterable[tuple[bytes, bytes | None, bytes, bytes]]) -> None:
-        """A registration's writes to the topic table, each (topic, the key of its value
-        now, new value, its key: `topicsets.key_of`): topics given one value share one
-        hash, and the caller read the keys they have."""
-        if self.topics.put_many(changes):
+    def put_topics(self, moves: dict[tuple[bytes | None, bytes], list[bytes]]) -> None:
+        """A registration's writes to the topic table: (group, new value) → the topics of
+        that group to give that value, each topic once (`topicsets.TopicSets.put_many`);
+        the caller read the groups."""
+        if self.topics.put_many(moves):
             self._changed(TOPIC, True)
 
     def delete(self, table: str, key: str) -> bool:

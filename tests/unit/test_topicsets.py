@@ -1,5 +1,6 @@
-"""The topic table's layout (state.topicsets): equal queue datas stored once, reference
-counts kept, values no topic names deleted; readers see topic → {brokerName: QueueData}."""
+"""The topic table's layout (state.topicsets): topics of equal queue datas one group whose
+value changes in place, topic counts kept, groups with no topic deleted, the index of values
+right; readers see topic → {brokerName: QueueData}."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from state import applied, route
 from state.store import APPLIED, Store, Txn
-from state.topicsets import REFS, SETS, TopicSetError, TopicSets, key_of
+from state.topicsets import INDEX, NEXT, REFS, SETS, TopicSetError, TopicSets, key_of
 
 
 @pytest.fixture()
@@ -28,7 +29,7 @@ def qd(name: str, perm: int = 6, queues: int = 8) -> dict[str, Any]:
 
 
 def layout(store: Store) -> tuple[dict[bytes, bytes], dict[bytes, int]]:
-    """(values by key, reference counts by key) as stored."""
+    """(values by group, topic counts by group) as stored."""
     dbs = store._dbs
     with store.env.begin() as txn:
         sets = {bytes(k): bytes(v) for k, v in txn.cursor(db=dbs[SETS])}
@@ -36,8 +37,15 @@ def layout(store: Store) -> tuple[dict[bytes, bytes], dict[bytes, int]]:
     return sets, refs
 
 
+def index(store: Store) -> dict[bytes, bytes]:
+    with store.env.begin() as txn:
+        return {bytes(k): bytes(v) for k, v in txn.cursor(db=store._dbs[INDEX])
+                if bytes(k) != NEXT}
+
+
 def assert_counts_match(store: Store) -> None:
-    """Every stored value is named by exactly as many topics as its count says."""
+    """Every group has exactly as many topics as its count says; every index entry names a
+    group holding the value it is the hash of, and every value held is indexed."""
     sets, refs = layout(store)
     named: dict[bytes, int] = {}
     with store.read() as t:
@@ -46,7 +54,9 @@ def assert_counts_match(store: Store) -> None:
             assert ref is not None
             named[ref] = named.get(ref, 0) + 1
     assert refs == named and set(sets) == set(named)
-    assert all(key_of(v) == k for k, v in sets.items())
+    held = index(store)
+    assert all(key_of(sets[ref]) == key for key, ref in held.items())
+    assert {key_of(v) for v in sets.values()} == set(held)
 
 
 def test_topics_with_equal_queue_datas_share_one_value(store: Store) -> None:
@@ -100,15 +110,74 @@ def test_an_aborted_write_leaves_the_counts(store: Store) -> None:
         assert dict(t.items("topic")) == {"A": {"b": qd("b")}}
 
 
-def test_two_values_under_one_key_fail_the_write(store: Store) -> None:
+def test_an_index_naming_a_group_of_another_value_fails_the_write(store: Store) -> None:
     with store.write() as t:
         t.put("topic", "A", {"b": qd("b")})
         ref = t.topics.ref(b"A")
     assert ref is not None
+    with store.env.begin(write=True) as txn:  # the index names A's group for another value
+        txn.put(key_of(b'{"x":1}'), ref, db=store._dbs[INDEX])
     with pytest.raises(TopicSetError), store.write() as t:
-        t.put_topics([(b"B", None, b'{"x":1}', ref)])
+        t.put_raw("topic", "B", b'{"x":1}')
     with store.read() as t:
         assert t.get("topic", "B") is None and t.get("topic", "A") == {"b": qd("b")}
+
+
+def test_a_change_to_a_whole_group_rewrites_its_value_and_no_topic(store: Store) -> None:
+    topics = {f"T{i}": (6, 8, 0, 8) for i in range(300)}
+    with store.write() as t:
+        applied._apply_queues(t, "a", topics)
+    (group,) = layout(store)[0]
+    puts: list[int] = []
+    with store.write() as t:
+        t._txn = _Counting(t._txn, puts)
+        applied._apply_queues(t, "b", topics)
+    assert puts == [] and layout(store) == ({group: layout(store)[0][group]}, {group: 300})
+    with store.read() as t:
+        assert list(t.get("topic", "T7")) == ["a", "b"]
+    with store.write() as t:  # a part of the group moves; the rest keeps the group
+        applied._apply_queues(t, "c", {f"T{i}": (6, 8, 0, 8) for i in range(100)})
+    sets, refs = layout(store)
+    assert refs[group] == 200 and sorted(refs.values()) == [100, 200]
+    assert_counts_match(store)
+
+
+class _Counting:
+    """A transaction that counts the topic puts a cursor makes."""
+
+    def __init__(self, txn: Any, puts: list[int]) -> None:
+        self._txn, self._puts = txn, puts
+
+    def cursor(self, db: Any = None) -> Any:
+        puts, cur = self._puts, self._txn.cursor(db=db)
+
+        class Cur:
+            def __enter__(self) -> Any:
+                return self
+
+            def __exit__(self, *exc: Any) -> None:
+                cur.close()
+
+            def getmulti(self, keys: Any) -> Any:
+                return cur.getmulti(keys)
+
+            def putmulti(self, items: Any) -> Any:
+                puts.append(len(items))
+                return cur.putmulti(items)
+        return Cur()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._txn, name)
+
+
+def test_topics_joining_a_value_join_its_group(store: Store) -> None:
+    with store.write() as t:
+        applied._apply_queues(t, "a", {"T1": (6, 8, 0, 8)})
+    with store.write() as t:  # a broker's next table adds a topic: it joins its sibling
+        applied._apply_queues(t, "a", {"T1": (6, 8, 0, 8), "T2": (6, 8, 0, 8)})
+    sets, refs = layout(store)
+    assert list(refs.values()) == [2]
+    assert_counts_match(store)
 
 
 def test_a_registration_edits_each_shared_value_once(store: Store) -> None:
