@@ -217,21 +217,21 @@ def remove_queue_datas(t: Txn, names: set[str]) -> None:
         return
     marks = [dumps(n) + b":" for n in names]
     edits: dict[bytes, bytes | None] = {}  # a value → without `names` (None: unchanged)
-    changes = []
-    for topic, stored in t.items_raw("topic"):
-        raw = bytes(stored)  # topics sharing a value (`state.topicsets`) share its edit
-        if raw not in edits:
+    moves: dict[tuple[bytes | None, bytes], list[bytes]] = {}
+    emptied = []
+    for topic, group, raw in t.topics.entries():
+        if raw not in edits:  # the topics of a group (`state.topicsets`) share its edit
             if len(edits) >= VALUES_KEPT:
                 edits.clear()
             edits[raw] = _without(raw, names, marks)
         rest = edits[raw]
-        if rest is not None:
-            changes.append((topic, rest))
-    for topic, rest in changes:
-        if rest != b"{}":
-            t.put_raw("topic", topic, rest)
-        else:
-            t.delete("topic", topic)
+        if rest == b"{}":
+            emptied.append(topic.decode())
+        elif rest is not None:
+            moves.setdefault((group, rest), []).append(topic)
+    for gone in emptied:
+        t.delete("topic", gone)
+    t.put_topics(moves, registering=False)
 
 
 def _without(raw: bytes, names: set[str], marks: list[bytes]) -> bytes | None:

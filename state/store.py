@@ -114,12 +114,13 @@ class Txn:
         self._txn.put(k, raw, db=db)
         self._changed(table, registering)
 
-    def put_topics(self, moves: dict[tuple[bytes | None, bytes], list[bytes]]) -> None:
-        """A registration's writes to the topic table: (group, new value) → the topics of
-        that group to give that value, each topic once (`topicsets.TopicSets.put_many`);
-        the caller read the groups."""
+    def put_topics(self, moves: dict[tuple[bytes | None, bytes], list[bytes]], *,
+                   registering: bool = True) -> None:
+        """Writes to the topic table: (group, new value) → the topics of that group to give
+        that value, each topic once (`topicsets.TopicSets.put_many`); the caller read the
+        groups. `registering`: as for `put`."""
         if self.topics.put_many(moves):
-            self._changed(TOPIC, True)
+            self._changed(TOPIC, registering)
 
     def delete(self, table: str, key: str) -> bool:
         if table == TOPIC:

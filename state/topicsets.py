@@ -126,6 +126,11 @@ class TopicSets:
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         """(topic, value) in topic order; the topics of a group share its bytes."""
+        for topic, _, raw in self.entries():
+            yield topic, raw
+
+    def entries(self) -> Iterator[tuple[bytes, bytes, bytes]]:
+        """(topic, group, value) in topic order; the topics of a group share its bytes."""
         values: dict[bytes, bytes] = {}
         with self._txn.cursor(db=self._topic) as cur:
             for topic, ref in cur.iternext():
@@ -135,7 +140,7 @@ class TopicSets:
                     if len(values) >= VALUES_KEPT:
                         values.clear()
                     raw = values[ref] = self.value(ref)
-                yield bytes(topic), raw
+                yield bytes(topic), ref, raw
 
     def clear(self) -> None:
         for db in (self._topic, self._sets, self._refs, self._index):

@@ -164,6 +164,9 @@ class _Counting:
             def putmulti(self, items: Any) -> Any:
                 puts.append(len(items))
                 return cur.putmulti(items)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(cur, name)
         return Cur()
 
     def __getattr__(self, name: str) -> Any:
@@ -262,4 +265,22 @@ def test_brokers_leaving_shared_topics_edit_each_value_once(store: Store) -> Non
     with store.read() as t:
         assert dict(t.items("topic")) == {f"T{i}": {"b": qd("b")} for i in range(50)}
     assert len(layout(store)[0]) == 1
+    assert_counts_match(store)
+
+
+def test_a_broker_leaving_a_whole_group_rewrites_its_value_and_no_topic(store: Store) -> None:
+    with store.write() as t:
+        for name in ("a", "b"):
+            applied._apply_queues(t, name, {f"T{i}": (6, 8, 0, 8) for i in range(100)})
+        applied._apply_queues(t, "b", {"Only-b": (6, 8, 0, 8)})
+    before = layout(store)[1]
+    puts: list[int] = []
+    with store.write() as t:
+        t._txn = _Counting(t._txn, puts)
+        route.remove_queue_datas(t, {"b"})
+        assert t.generation() == 1  # not bumped yet: the write commits it
+    assert puts == [] and layout(store)[1] == {k: v for k, v in before.items() if v == 100}
+    with store.read() as t:
+        assert dict(t.items("topic")) == {f"T{i}": {"a": qd("a")} for i in range(100)}
+        assert t.generation() == 2
     assert_counts_match(store)
