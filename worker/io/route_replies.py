@@ -19,7 +19,9 @@ Topics whose stored queue datas are equal have equal routes (``state.topicsets``
 the first lookup of a topic is answered from the template of another topic when the
 store says their routes are the same one (``state.queries.shared_route``: same stored
 queue datas, nothing of the topic's own in its route) and the two requests read the
-same but for topic and opaque, as the business pool decodes them (``Shape``). Only
+same but for topic, opaque and signature, as the business pool decodes them (``Shape``;
+a signature is part of an answer only while reads are checked, and then nothing is
+shared). Only
 SUCCESS templates are shared: a TOPIC_NOT_EXIST reply names its topic.
 
 Pure logic: the readers of the generation and of a topic's shared route are passed in.
@@ -32,6 +34,7 @@ from collections.abc import Callable
 
 import orjson
 
+from cluster.core.protocol.acl import SIGNING_FIELDS
 from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode, SerializeType
 from cluster.core.protocol.frame import FRAME_PREFIX as _PREFIX
 from cluster.core.protocol.frame import HEADER_LENGTH_MASK as _HLEN
@@ -53,7 +56,9 @@ _CACHEABLE = (ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST)
 SIBLINGS_MAX_BYTES = 4 << 20  # the keys of templates shared between topics, per I/O worker
 
 HeaderKey = bytes  # a request header without its opaque
-Shape = bytes  # a route request as the business pool decodes it, without its opaque and topic
+# A route request as the business pool decodes it, without its opaque, topic and signature:
+# a topic's route is shared only while reads are not checked (`shared_route`).
+Shape = bytes
 Sibling = tuple[Shape, bytes]  # and the key of the topic's stored queue datas
 
 
@@ -141,7 +146,8 @@ def route_request(frame: bytes, fastjson2: bool = False) -> tuple[str, Shape] | 
             or type(topic) is not str
             or (stype == SerializeType.JSON and strict != (opaque, topic))):
         return None
-    rest = sorted((k, v) for k, v in (cmd.ext_fields or {}).items() if k != "topic")
+    rest = sorted((k, v) for k, v in (cmd.ext_fields or {}).items()
+                  if k != "topic" and k not in SIGNING_FIELDS)
     return topic, orjson.dumps((stype, cmd.code, cmd.flag, cmd.version, cmd.language,
                                 cmd.remark, rest))
 

@@ -36,6 +36,8 @@ SECRET_KEY = "SecretKey"
 SIGNATURE = "Signature"
 SECURITY_TOKEN = "SecurityToken"
 STRICT_SIGNATURE = "StrictSignature"
+# the extFields that sign a request (what it asks is in the others)
+SIGNING_FIELDS = frozenset({ACCESS_KEY, SIGNATURE, SECURITY_TOKEN, STRICT_SIGNATURE})
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"  # left out of the content by the Java validator
 KEY_MIN_LENGTH = 7  # RocketMQ refuses access and secret keys of 6 characters or fewer
 
