@@ -212,6 +212,13 @@ def route_brokers(client: NameServerClient, addr: str, topic: str) -> set[str]:
         return set()
 
 
+def cluster_topics(client: NameServerClient, addr: str, cluster: str) -> frozenset[str]:
+    try:
+        return frozenset(client.get_topics_by_cluster(cluster, addr=addr)["topicList"])
+    except ClientError:
+        return frozenset()
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     from tests.javaproc import RELEASES, JavaBroker, free_broker_port, java_missing
@@ -244,6 +251,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         poll_until(lambda: all(route_brokers(client, n.addr, t) == b
                                for n in nodes for t, b in wanted.items()),
                    timeout=60, interval=0.5, what="the brokers' topics on every node")
+        # and each broker's whole table on every node (a created topic's route comes with
+        # that topic's registration; the rest of the table with the broker's own)
+        poll_until(lambda: all(len({cluster_topics(client, n.addr, c) for n in nodes}) == 1
+                               for c in ("DefaultCluster", "OldCluster")),
+                   timeout=60, interval=0.5, what="the same topic tables on every node")
         yield Cluster(nodes, five, four, tmp / "mqadmin", client)
     finally:
         if client is not None:
