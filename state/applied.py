@@ -24,7 +24,7 @@ import orjson
 
 from cluster.core.protocol.plain_config import QueueFields
 from cluster.core.protocol.register_body import queue_fields
-from cluster.core.protocol.register_scan import KnownPieces, PlainTable, TableDiff
+from cluster.core.protocol.register_scan import KnownPieces, PieceMemo, PlainTable, TableDiff
 from state.store import (
     APPLIED,
     APPLIED_DELTA,
@@ -44,7 +44,8 @@ class TopicTable:
     of the topic table empties the APPLIED records), so applying it again is skipped
     without decoding. `plain`, when given, is the same table read piece by piece: against
     the pieces of the table this name applied before, only the pieces that differ are
-    decoded.
+    decoded; a table whose pieces this process read before, in any broker's table, is not
+    decoded whole (`_PIECES`). The QueueFields share topic names and fields (`_shared`).
     """
 
     __slots__ = ("_load", "_make_digest", "_queues", "_digest", "plain", "_plan")
@@ -70,8 +71,19 @@ class TopicTable:
 
     def queues(self) -> dict[str, QueueFields]:
         if self._queues is None:
-            self._queues = self._load()
+            self._queues = self._decode()
         return self._queues
+
+    def _decode(self) -> dict[str, QueueFields]:
+        plain = self.plain
+        queues = None if plain is None else plain.queues_from(_PIECES)
+        if queues is not None:
+            return queues  # its entries are the memo's, shared
+        queues = _shared(self._load())
+        known = None if plain is None else plain.known(queues)
+        if known is not None:
+            _PIECES.learn(known.entries)
+        return queues
 
     def digest(self) -> str | None:
         if self._digest is None and self._make_digest is not None:
@@ -133,7 +145,7 @@ def apply_topic_table(t: Txn, name: str, table: TopicTable) -> None:
     if applied is not None and diff is not None:
         _apply_diff(t, name, table, applied, diff)
         return
-    queues = _shared(table.queues())
+    queues = table.queues()
     _apply_queues(t, name, queues if applied is None else changed_queues(queues,
                                                                         applied.queues))
     _put_digest(t, name, table)
@@ -258,23 +270,32 @@ def _apply_queues(t: Txn, name: str, queues: Mapping[str, QueueFields]) -> None:
     edits: dict[tuple[bytes | None, QueueFields], list[bytes] | bool] = {}
     moves: dict[tuple[bytes | None, bytes], list[bytes]] = {}
     topics = t.topics
-    keys = [topic.encode() for topic in queues]
+    keys = list(map(str.encode, queues))
     refs = topics.refs(keys)
-    for key, (topic, fields) in zip(keys, queues.items(), strict=True):
-        ref = refs.get(key)
-        edit = edits.get((ref, fields))
-        if edit is None:
-            entry = entries.get(fields)
-            if entry is None:
-                entry = entries[fields] = entry_head + _ENTRY_FIELDS % fields
-            raw = None if ref is None else topics.value(ref)
-            new = _with_entry(raw, head, entry_head, entry)
-            edit = edits[(ref, fields)] = _DECODE if new is None else _HELD if new is raw \
-                else moves.setdefault((ref, new), [])
+    pairs = list(zip(map(refs.get, keys), queues.values(), strict=True))
+    for pair in dict.fromkeys(pairs):  # each (group, fields) once, in the table's order
+        ref, fields = pair
+        entry = entries.get(fields)
+        if entry is None:
+            entry = entries[fields] = entry_head + _ENTRY_FIELDS % fields
+        raw = None if ref is None else topics.value(ref)
+        new = _with_entry(raw, head, entry_head, entry)
+        edits[pair] = _DECODE if new is None else _HELD if new is raw \
+            else moves.setdefault((ref, new), [])
+    if len(edits) == 1:  # a cluster's topics: one group, the same fields
+        (edit,) = edits.values()
         if edit.__class__ is list:
-            edit.append(key)
-        elif edit is _DECODE:  # not in the form expected: decode it
-            _apply_decoded(t, name, topic, fields)
+            edit.extend(keys)
+        elif edit is _DECODE:
+            for topic, fields in queues.items():
+                _apply_decoded(t, name, topic, fields)
+    else:
+        for key, pair, topic in zip(keys, pairs, queues, strict=True):
+            edit = edits[pair]
+            if edit.__class__ is list:
+                edit.append(key)
+            elif edit is _DECODE:  # not in the form expected: decode it
+                _apply_decoded(t, name, topic, pair[1])
     t.put_topics(moves)
 
 
@@ -315,6 +336,11 @@ def _apply_decoded(t: Txn, name: str, topic: str, fields: QueueFields) -> None:
 
 
 APPLIED_MEMO_SIZE = 32
+
+
+# Pieces of topic tables, with their entries, read in any broker's table (`TopicTable`).
+PIECES_MAX_BYTES = 32 << 20
+_PIECES = PieceMemo(PIECES_MAX_BYTES)
 
 
 STAMP_BYTES = 16

@@ -38,7 +38,10 @@ def ctx(store: Store, tmp_path: Path, now: list[int]) -> NodeContext:
 
 @pytest.fixture()
 def decodes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Counts full-body and topic-table decodes made by the processors."""
+    """Counts full-body and topic-table decodes made by the processors (no pieces of
+    earlier tests' tables known)."""
+    monkeypatch.setattr(applied_records, "_PIECES",
+                        register_scan.PieceMemo(applied_records.PIECES_MAX_BYTES))
     counts = {"body": 0, "queues": 0}
 
     def counting(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -54,6 +57,21 @@ def decodes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     monkeypatch.setattr(register_scan, "decode_register_named_queues",
                         counting("queues", register_scan.decode_register_named_queues))
     return counts
+
+
+@pytest.fixture()
+def table_reads(decodes: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """`decodes`, and how many tables were read from the pieces of tables read before."""
+    decodes["pieces"] = 0
+    real = register_scan.PlainTable.queues_from
+
+    def counted(self: register_scan.PlainTable, memo: register_scan.PieceMemo) -> Any:
+        queues = real(self, memo)
+        decodes["pieces"] += queues is not None
+        return queues
+
+    monkeypatch.setattr(register_scan.PlainTable, "queues_from", counted)
+    return decodes
 
 
 def register(ctx: NodeContext, topics: dict[str, int] = TOPICS, dv: dict[str, int] = DV1,
@@ -275,38 +293,92 @@ def test_identical_table_with_new_version_is_not_decoded_again(
     assert read(ctx, "live", "10.0.0.1:10911")["dataVersion"]["counter"] == 3
 
 
+CLUSTER_TOPICS = {f"T{i:03d}": 4 for i in range(40)}
+
+
+def test_a_broker_carrying_topics_read_in_another_brokers_table_is_not_decoded_whole(
+        ctx: NodeContext, table_reads: dict[str, int]) -> None:
+    decodes = table_reads
+    call(ctx, register_request("broker-a", "10.0.0.1:10911", CLUSTER_TOPICS))
+    assert decodes["queues"] == 1
+    # the same topics, and then the same but for a few: read in the new pieces only
+    call(ctx, register_request("broker-b", "10.0.0.2:10911", CLUSTER_TOPICS))
+    changed = {**CLUSTER_TOPICS, "T003": 8, "Own": 2}
+    del changed["T010"]
+    call(ctx, register_request("broker-c", "10.0.0.3:10911", changed))
+    assert decodes["queues"] == 1 and decodes["pieces"] == 2
+    assert queue_nums(ctx, "T003") == {"broker-a": 4, "broker-b": 4, "broker-c": 8}
+    assert queue_nums(ctx, "T010") == {"broker-a": 4, "broker-b": 4}
+    assert queue_nums(ctx, "Own") == {"broker-c": 2}
+    # mostly new pieces: decoded whole
+    call(ctx, register_request("broker-d", "10.0.0.4:10911",
+                               {f"T{i:03d}": 16 for i in range(40)}))
+    assert decodes["queues"] == 2
+    assert queue_nums(ctx, "T000") == {"broker-a": 4, "broker-b": 4, "broker-c": 4,
+                                       "broker-d": 16}
+
+
+def test_a_table_naming_a_topic_twice_is_decoded_whole_though_its_pieces_are_known(
+        ctx: NodeContext, table_reads: dict[str, int]) -> None:
+    decodes = table_reads
+    call(ctx, register_request("broker-a", "10.0.0.1:10911", CLUSTER_TOPICS))
+    twice = register_request("broker-b", "10.0.0.2:10911", CLUSTER_TOPICS)
+    assert twice.body is not None
+    piece = twice.body[twice.body.index(b',"T005":') : twice.body.index(b',"T006":')]
+    twice.body = twice.body.replace(piece, piece + piece.replace(b'"T005":', b'"T005":', 1)
+                                    .replace(b'"readQueueNums":4', b'"readQueueNums":2'))
+    twice.ext_fields["bodyCrc32"] = str(body_common.crc32_java(twice.body))
+    assert call(ctx, twice).code == ResponseCode.SUCCESS
+    assert decodes["queues"] == 2 and decodes["pieces"] == 0
+    assert queue_nums(ctx, "T005") == {"broker-a": 4, "broker-b": 2}  # the last config wins
+
+
+def test_the_pieces_read_before_are_bounded() -> None:
+    memo = register_scan.PieceMemo(100)
+    memo.learn({b",a" * 20: ("a", (6, 1, 0, 1))})
+    memo.learn({b",b" * 20: ("b", (6, 1, 0, 1))})
+    assert memo.size == 80 and len(memo.entries) == 2
+    memo.learn({b",c" * 20: ("c", (6, 1, 0, 1))})  # full: emptied first
+    assert memo.size == 40 and list(memo.entries) == [b",c" * 20]
+    memo.learn({b",d" * 60: ("d", (6, 1, 0, 1))})  # more than it holds: not kept
+    assert list(memo.entries) == [b",c" * 20]
+
+
 @pytest.mark.parametrize("edit", [
     request(216, {"topic": "TopicA"}),
     request(205, {"brokerName": "broker-a"}),
 ])
 def test_other_topic_edits_void_the_applied_digest(
-        ctx: NodeContext, decodes: dict[str, int], edit: RemotingCommand) -> None:
+        ctx: NodeContext, table_reads: dict[str, int], edit: RemotingCommand) -> None:
+    decodes = table_reads  # tables read again, whole or from their pieces
     register(ctx)
     assert call(ctx, edit).code == ResponseCode.SUCCESS
     assert read(ctx, APPLIED, "broker-a") is None
     register(ctx, dv=DV2)
-    assert decodes["queues"] == 2
+    assert decodes["queues"] + decodes["pieces"] == 2
     assert queue_nums(ctx, "TopicA") == {"broker-a": 4}
     route_data = call(ctx, route_request("TopicA"))
     assert route_data.code == ResponseCode.SUCCESS
 
 
 def test_table_applied_without_digest_voids_that_brokers_digest(
-        ctx: NodeContext, decodes: dict[str, int]) -> None:
+        ctx: NodeContext, table_reads: dict[str, int]) -> None:
+    decodes = table_reads  # tables read again, whole or from their pieces
     register(ctx)
     register(ctx, {"TopicA": 9}, dv=DV2, compressed=True)
     assert queue_nums(ctx, "TopicA") == {"broker-a": 9}
     register(ctx, dv={"counter": 3, "timestamp": 1})
     assert queue_nums(ctx, "TopicA") == {"broker-a": 4}
-    assert decodes["queues"] == 2
+    assert decodes["queues"] + decodes["pieces"] == 2
 
 
 def test_other_brokers_registrations_keep_the_digest(
-        ctx: NodeContext, decodes: dict[str, int]) -> None:
+        ctx: NodeContext, table_reads: dict[str, int]) -> None:
+    decodes = table_reads  # tables read again, whole or from their pieces
     register(ctx)
     call(ctx, register_request("broker-b", "10.0.0.9:10911", {"TopicA": 2}))
     register(ctx, dv=DV2)
-    assert decodes["queues"] == 2
+    assert decodes["queues"] + decodes["pieces"] == 2
     assert queue_nums(ctx, "TopicA") == {"broker-a": 4, "broker-b": 2}
 
 

@@ -70,12 +70,15 @@ class Pair:
 
 @contextmanager
 def _memo(memo: dict[str, applied_records.Applied]) -> Iterator[None]:
-    saved = applied_records._APPLIED_MEMO
+    """The reference side: its own applied records, and no pieces read before (it never
+    learns any, so every table it reads is decoded whole)."""
+    saved = applied_records._APPLIED_MEMO, applied_records._PIECES
     applied_records._APPLIED_MEMO = memo
+    applied_records._PIECES = register_scan.PieceMemo(0)
     try:
         yield
     finally:
-        applied_records._APPLIED_MEMO = saved
+        applied_records._APPLIED_MEMO, applied_records._PIECES = saved
 
 
 def _forget_applied(store: Store) -> None:
@@ -142,9 +145,13 @@ def _config(rng: random.Random, name: str, odd: bool = False) -> dict[str, Any]:
 class Broker:
     """One broker name's evolving topic table and data version."""
 
-    def __init__(self, rng: random.Random, name: str, size: int) -> None:
+    def __init__(self, rng: random.Random, name: str, size: int, shared: bool = False
+                 ) -> None:
         self.rng, self.name, self.counter = rng, name, 1
-        self.table = {f"{name[-1]}T{i}": _config(rng, f"{name[-1]}T{i}") for i in range(size)}
+        # shared: topic names of no broker of its own, as the brokers of a cluster carry them
+        self.prefix = "" if shared else name[-1]
+        self.table = {f"{self.prefix}T{i}": _config(rng, f"{self.prefix}T{i}")
+                      for i in range(size)}
 
     def evolve(self) -> None:
         rng, table = self.rng, self.table
@@ -157,7 +164,7 @@ class Broker:
                 del table[topic]
             else:
                 odd = rng.random() < 0.15
-                name = rng.choice(ODD_NAMES) if odd else f"{self.name[-1]}N{rng.randrange(60)}"
+                name = rng.choice(ODD_NAMES) if odd else f"{self.prefix}N{rng.randrange(60)}"
                 table[name] = _config(rng, name)
         for name in ODD_NAMES:  # odd names come and go: a table holding one is decoded whole
             if name in table and rng.random() < 0.3:
@@ -258,9 +265,13 @@ def _edit(pair: Pair, rng: random.Random, brokers: list[Broker]) -> None:
     rng.choice(edits)()
 
 
-def run_sequence(pair: Pair, seed: int, steps: int) -> None:
+def run_sequence(pair: Pair, seed: int, steps: int, shared: bool = False) -> None:
+    """``shared``: the brokers start with one table and carry the same topic names, so most
+    of a broker's pieces were read before in the other's tables."""
     rng = random.Random(seed)
-    brokers = [Broker(rng, name, rng.choice((3, 20, 40, 200))) for name in NAMES]
+    brokers = [Broker(rng, name, rng.choice((3, 20, 40, 200)), shared) for name in NAMES]
+    if shared:
+        brokers[1].table = dict(brokers[0].table)
     for _ in range(steps):
         if rng.random() < 0.06:
             _edit(pair, rng, brokers)
@@ -312,6 +323,22 @@ def test_random_5x_sequences_match_with_short_runs_and_slack(
     """The span search on 5.x pieces (two fragments each), cut anywhere."""
     _short_runs(monkeypatch, knobs)
     run_sequence(pair5, seed, 40)
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_random_sequences_of_brokers_sharing_topics_match_the_full_decode(
+        pair: Pair, seed: int) -> None:
+    run_sequence(pair, seed, 40, shared=True)
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_random_5x_sequences_of_brokers_sharing_topics_match_the_full_decode(
+        pair5: Pair, seed: int) -> None:
+    run_sequence(pair5, seed, 40, shared=True)
 
 
 def test_a_long_5x_sequence_takes_the_incremental_path_and_matches(pair5: Pair) -> None:

@@ -52,6 +52,8 @@ Entries = dict[bytes, Entry]
 
 # Beyond this share of pieces not seen before, the diff gives up for the full decode.
 MAX_UNSEEN_SHARE = 1 / 8
+# Beyond this share of pieces no table read before holds, a table is decoded whole.
+MAX_UNKNOWN_SHARE = 1 / 4
 # A table differing from the last one in at most MAX_SPANS spans holding at most this share
 # of its bytes is compared in those spans only; beyond, piece by piece.
 MAX_SPAN_SHARE = 1 / 8
@@ -121,6 +123,33 @@ class KnownPieces:
         self.body, self.layout = diff.body, diff.layout
 
 
+class PieceMemo:
+    """Entries of pieces read in the tables of any broker name, at most ``max_bytes`` of
+    pieces (emptied when full). A piece's entry depends on its bytes alone
+    (:func:`read_piece`), and the brokers of a cluster carry the same topics: a table most
+    of whose pieces were read before, in another broker's table, is read in the others only
+    (:meth:`PlainTable.queues_from`)."""
+
+    __slots__ = ("entries", "size", "max_bytes")
+
+    def __init__(self, max_bytes: int) -> None:
+        self.entries: Entries = {}
+        self.size = 0
+        self.max_bytes = max_bytes
+
+    def learn(self, entries: Entries) -> None:
+        """Keep ``entries`` (pieces after a table's first, each with its entry)."""
+        new = {piece: entry for piece, entry in entries.items() if piece not in self.entries}
+        cost = sum(map(len, new))
+        if cost > self.max_bytes:
+            return
+        if self.size + cost > self.max_bytes:
+            self.entries.clear()
+            self.size = 0
+        self.entries.update(new)
+        self.size += cost
+
+
 class PlainTable:
     """The topic table of a plain JSON body whose head :func:`register_body.register_head` read."""
 
@@ -147,6 +176,35 @@ class PlainTable:
         """The full decode (:func:`register_body.decode_register_queues`, same BodyErrors)."""
         queues, self._named = decode_register_named_queues(self._body, self._version,
                                                            now_ms=self._now_ms)
+        return queues
+
+    def queues_from(self, memo: PieceMemo) -> dict[str, QueueFields] | None:
+        """The full decode's QueueFields of a table whose pieces ``memo`` knows, but for at
+        most MAX_UNKNOWN_SHARE of them, which are read alone (and learned); None when the
+        table is not cut into pieces, more are unknown, one does not read as a plain entry
+        or a topic repeats (then decode it whole)."""
+        if not memo.entries:
+            return None
+        pieces = self.pieces()
+        if not pieces:
+            return None
+        found: list[Entry | None] = list(map(memo.entries.get, pieces))
+        found[0] = None  # the first has no leading comma: it is read in every table
+        unknown = [i for i, entry in enumerate(found) if entry is None]
+        if len(unknown) > MAX_UNKNOWN_SHARE * len(found) + 1:
+            return None
+        read: Entries = {}
+        for i in unknown:
+            entry = found[i] = read_piece(pieces[i], i == 0)
+            if entry is None:
+                return None
+            if i:
+                read[pieces[i]] = entry
+        queues = dict(found)  # type: ignore[arg-type]  # every one is an entry now
+        if len(queues) != len(pieces):
+            return None  # a topic repeats
+        memo.learn(read)
+        self._named = True
         return queues
 
     def layout(self) -> Layout | None:
