@@ -74,11 +74,20 @@ def shared_route(t: Txn, topic: str, five: bool = False) -> bytes | None:
     is absent, its route has a part of its own (a 5.x static-topic mapping, an order
     config, the no-acting-masters rule of a sync topic), or a read's answer depends on its
     signature (ACL on reads)."""
+    return topic_group(t, topic, five) if routes_shareable(t) else None
+
+
+def routes_shareable(t: Txn) -> bool:
+    """Whether the node's settings let topics share route replies (no order configs in
+    them, no ACL on reads); a change of them is a new store generation."""
+    return not (nsconfig.get_bool(t, "orderMessageEnable") or (
+        nsconfig.get_bool(t, "aclEnable") and nsconfig.get_bool(t, "aclReadsToo")))
+
+
+def topic_group(t: Txn, topic: str, five: bool = False) -> bytes | None:
+    """`shared_route` of `topic` where `routes_shareable` holds."""
     shared = route_key(t, topic, five)
-    if not isinstance(shared, bytes):
-        return None
-    if nsconfig.get_bool(t, "orderMessageEnable") or not shows_acting_masters(topic) or (
-            nsconfig.get_bool(t, "aclEnable") and nsconfig.get_bool(t, "aclReadsToo")):
+    if not isinstance(shared, bytes) or not shows_acting_masters(topic):
         return None
     return shared
 

@@ -21,6 +21,7 @@ from state.store import Store
 from tests.unit.test_processors import make_ctx, register_request, request, route_request
 from worker.business.context import NodeContext
 from worker.business.processors import handle
+from worker.io import process as io_process
 from worker.io.go_away import go_away_reply
 
 RC = ResponseCode
@@ -241,6 +242,21 @@ def test_topics_the_store_calls_shared_get_equal_route_replies(ctx5: NodeContext
                     assert bodies[x] == bodies[y], (x, y)
     if setting == "supportActingMaster=true":  # what sharing the sync topic would get wrong
         assert bodies["T"] != bodies[SYNC]
+
+
+def test_the_io_workers_shared_routes_follow_a_setting_changed_later(ctx5: NodeContext
+                                                                      ) -> None:
+    _shared_route_layout(ctx5)
+    shared = io_process._shared_route(ctx5.store, five=True)
+    gen = ctx5.store.generation_token()
+    assert shared("T", gen) is not None and shared("T", gen) == shared("U", gen)
+    assert call(ctx5, request(318, body=b"orderMessageEnable=true")).code == RC.SUCCESS
+    assert shared("T", gen) is None  # the store moved on
+    later = ctx5.store.generation_token()
+    assert later != gen and shared("T", later) is None and shared("U", later) is None
+    assert call(ctx5, request(318, body=b"orderMessageEnable=false")).code == RC.SUCCESS
+    again = ctx5.store.generation_token()
+    assert shared("T", again) is not None and shared("T", again) == shared("U", again)
 
 
 def test_no_route_is_shared_when_reads_are_signed(store: Store, tmp_path: Path) -> None:

@@ -270,6 +270,6 @@ def test_the_shared_keys_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     cache, _, _ = shared_cache()
     for i in range(40):  # shapes of a client that never asks twice alike
         learn_route(cache, "A", junk=str(i))
-        assert cache._siblings_size <= 400
+        assert cache._siblings.size <= 400
     learn_route(cache, "A")
     assert derived(cache, "B", 3) == reply_to(3, SerializeType.JSON)

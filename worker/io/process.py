@@ -10,6 +10,7 @@ import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import uvloop
 import zmq
@@ -88,13 +89,20 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context[zmq.Socket[bytes]]) -> None:
 
 def _shared_route(store: Store, five: bool) -> Callable[[str, bytes | None], bytes | None]:
     """``queries.shared_route`` of a topic in the store at a generation (None once the store
-    moved on), for ``RouteReplies``."""
+    moved on), for ``RouteReplies``; the settings it depends on are read once a generation."""
+    held: list[Any] = [_NEVER, False]  # a generation, and whether its routes are shareable
+
     def shared(topic: str, generation: bytes | None) -> bytes | None:
         with store.read() as t:
             if t.get_raw("meta", "gen") != generation:
                 return None
-            return queries.shared_route(t, topic, five)
+            if held[0] != generation:
+                held[:] = generation, queries.routes_shareable(t)
+            return queries.topic_group(t, topic, five) if held[1] else None
     return shared
+
+
+_NEVER = object()  # no generation read yet
 
 
 def go_away_seconds(store: Store) -> float:

@@ -176,13 +176,22 @@ def template_of(reply: bytes) -> Template | None:
                     header[stop:] + reply[8 + hlen :])
 
 
+class Siblings(GenerationCache[bytes | None, Sibling, Template]):
+    """The templates shared between topics, by ``Sibling``; a key costs its length."""
+
+    __slots__ = ()
+
+    def cost_of(self, key: Sibling, value: Template) -> int:
+        return len(key[0]) + len(key[1])
+
+
 class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
     """Templates of one store generation (``worker.generation_cache``). A key costs its
     length, a template its size once however many keys share it. ``shared`` reads the key
     of a topic's route shared with other topics (``state.queries.shared_route``) in the
     store at a generation, None when it is not that generation any more."""
 
-    __slots__ = ("_read_generation", "_read_shared", "_shared", "_siblings", "_siblings_size")
+    __slots__ = ("_read_generation", "_read_shared", "_shared", "_siblings")
 
     def __init__(self, generation: Callable[[], bytes | None],
                  shared: Callable[[str, bytes | None], bytes | None] | None = None,
@@ -191,8 +200,7 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
         self._read_generation = generation
         self._read_shared = shared
         self._shared: dict[tuple[bytes, bytes], Template] = {}
-        self._siblings: dict[Sibling, Template] = {}
-        self._siblings_size = 0
+        self._siblings = Siblings(SIBLINGS_MAX_BYTES, None)
 
     @property
     def templates(self) -> dict[HeaderKey, Template]:
@@ -206,7 +214,6 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
         super().clear()
         self._shared.clear()
         self._siblings.clear()
-        self._siblings_size = 0
 
     def sibling(self, topic: str, shape: Shape) -> Sibling | None:
         """What a request of ``shape`` for ``topic`` shares its reply with other topics' by,
@@ -219,12 +226,12 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
     def derive(self, key: HeaderKey, sibling: Sibling) -> Template | None:
         """The template of another topic whose reply is this request's, kept under ``key``
         too; None when no such topic was learned."""
-        t = self._siblings.get(sibling)
+        t = self._siblings.entries.get(sibling)
         if t is None:
             return None
         self.make_room(len(key))
         if not t.uses:  # its keys were all forgotten, or just now
-            del self._siblings[sibling]
+            self._siblings.forget(sibling)
             return None
         self.add(key, t, len(key))
         t.uses += 1
@@ -244,13 +251,8 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
         self.add(key, t, len(key) if t.uses else len(key) + t.size)
         t.uses += 1
         if sibling is not None and t.code == ResponseCode.SUCCESS and \
-                sibling not in self._siblings:
-            cost = len(sibling[0]) + len(sibling[1])
-            if self._siblings_size + cost > SIBLINGS_MAX_BYTES:
-                self._siblings.clear()
-                self._siblings_size = 0
-            self._siblings[sibling] = t
-            self._siblings_size += cost
+                sibling not in self._siblings.entries:
+            self._siblings.add(sibling, t, self._siblings.cost_of(sibling, t))
 
     def forget(self, key: HeaderKey) -> None:
         t = self.entries.pop(key)
