@@ -3,26 +3,31 @@ once, and a change made to every topic of a group is made to the group's value a
 
 Stored shapes: topic → its group (8 bytes); topic_sets: group → {brokerName: QueueData} as
 `state.store.dumps` writes it; topic_refs: group → how many topics it has (decimal);
-topic_index: the XXH3-128 of a value → the group holding it, and `NEXT` → the last group
-number given. The brokers of a cluster mostly carry the same topics with the same queue
-numbers, so thousands of topics are one group: a broker's first registration adds its
-entry to the group's value once, and no topic is rewritten; where a value per topic
-rewrote every topic's queue datas of every broker (brokers² × topics bytes to set up a
-cluster), and a value per content repointed every topic of it. Topics given a value that
-is not their whole group's move to the group holding that value (found by the index), or
-to a new one; a topic whose queue datas differ from all others has a group of its own:
-that costs what a value per topic cost. Two groups can come to hold equal values (a
-group's value changed in place to one another group holds): they stay two, each correct.
+topic_index: the XXH3-128 of a value → the group holding it, `NEXT` → the last group number
+given, and `STAMP` → random bytes rewritten by every write transaction that adds, removes or
+regroups a topic. The brokers of a cluster mostly carry the same topics with the same queue
+numbers, so thousands of topics are one group: a broker's first registration adds its entry
+to the group's value once, and no topic is rewritten; where a value per topic rewrote every
+topic's queue datas of every broker (brokers² × topics bytes to set up a cluster), and a
+value per content repointed every topic of it. Topics given a value that is not their whole
+group's move to the group holding that value (found by the index), or to a new one; a topic
+whose queue datas differ from all others has a group of its own: that costs what a value per
+topic cost. Two groups can come to hold equal values (a group's value changed in place to
+one another group holds): they stay two, each correct.
 
-`state.store.Txn` reads and writes the topic table through this, so the rest of the
-package sees topic → {brokerName: QueueData} as before. The topic counts are summed in
-memory during a write transaction and written once at its end (`flush`): a group with no
-topic left is deleted then.
+`state.store.Txn` reads and writes the topic table through this, so the rest of the package
+sees topic → {brokerName: QueueData} as before. A process remembers the groups of the topics
+it looked up while `STAMP` stays what it read (`refs`): a cluster's brokers joining the one
+group of their topics change its value, not a topic's group, so the next broker's thousands
+of topics are not looked up again. The topic counts are summed in memory during a write
+transaction and written once at its end (`flush`): a group with no topic left is deleted
+then.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Mapping
 from typing import Any, cast
 
 import lmdb
@@ -35,6 +40,27 @@ INDEX = "topic_index"
 LAYOUT = (SETS, REFS, INDEX)  # the store's tables besides its named ones (`state.store.TABLES`)
 VALUES_KEPT = 4096  # distinct values an iteration over the table remembers
 NEXT = b"next"  # topic_index: the last group number given (no value hash is this short)
+STAMP = b"stamp"  # topic_index: rewritten when a topic is added, removed or regrouped
+STAMP_BYTES = 16
+GROUPS_KEPT = 500_000  # topics whose group a process remembers (`refs`)
+
+
+class _KnownGroups:
+    """The groups of topics (None: absent) this process read while the stored `STAMP` was
+    ``stamp``; None: nothing known."""
+
+    __slots__ = ("stamp", "groups")
+
+    def __init__(self) -> None:
+        self.stamp: bytes | None = None
+        self.groups: dict[bytes, bytes | None] = {}
+
+    def forget(self, stamp: bytes | None = None) -> None:
+        self.stamp = stamp
+        self.groups = {}  # a new one: a caller may still hold the last
+
+
+_KNOWN = _KnownGroups()
 
 
 def key_of(raw: bytes) -> bytes:
@@ -50,23 +76,48 @@ class TopicSetError(RuntimeError):
 class TopicSets:
     """The topic table within one LMDB transaction."""
 
-    __slots__ = ("_txn", "_topic", "_sets", "_refs", "_index", "_delta")
+    __slots__ = ("_txn", "_topic", "_sets", "_refs", "_index", "_delta", "_regrouped")
 
     def __init__(self, txn: lmdb.Transaction, dbs: dict[str, Any]) -> None:
         self._txn = txn
         self._topic, self._sets, self._refs = dbs[TOPIC], dbs[SETS], dbs[REFS]
         self._index = dbs[INDEX]
         self._delta: dict[bytes, int] = {}  # group → topics added minus removed, not written yet
+        self._regrouped = False  # a topic was added, removed or regrouped in this transaction
 
     def ref(self, topic: bytes) -> bytes | None:
         """`topic`'s group, None when the topic is absent."""
         ref = self._txn.get(topic, db=self._topic)
         return None if ref is None else bytes(ref)
 
-    def refs(self, topics: list[bytes]) -> dict[bytes, bytes]:
-        """The group of each of `topics`, by topic; absent topics are left out."""
+    def refs(self, topics: list[bytes]) -> Mapping[bytes, bytes | None]:
+        """The group of each of `topics` (None: absent), to look up with ``get``; it may
+        hold other topics too. Remembered while the stored `STAMP` stays the same."""
+        stamp = None if self._regrouped else self._txn.get(STAMP, db=self._index)
+        if stamp is None:  # a topic regrouped in this transaction, or never a stamp
+            return self._looked_up(topics)
+        known = _KNOWN
+        if known.stamp != stamp:
+            known.forget(bytes(stamp))
+        groups = known.groups
+        missing = [topic for topic in topics if topic not in groups]
+        if missing:
+            if len(groups) + len(missing) > GROUPS_KEPT:
+                known.forget(known.stamp)
+                groups = known.groups
+            groups.update(dict.fromkeys(missing))
+            groups.update(self._looked_up(missing))
+        return groups
+
+    def _looked_up(self, topics: list[bytes]) -> dict[bytes, bytes]:
+        """The group of each of `topics` as stored; absent topics are left out."""
         with self._txn.cursor(db=self._topic) as cur:  # the store's transactions give bytes
             return dict(cast(list[tuple[bytes, bytes]], cur.getmulti(topics)))
+
+    def _regroup(self) -> None:
+        """A topic is added, removed or regrouped: nothing remembered holds any more."""
+        self._regrouped = True
+        _KNOWN.forget()
 
     def value(self, ref: bytes) -> bytes:
         """The value of group `ref`."""
@@ -112,6 +163,7 @@ class TopicSets:
             if old is not None:
                 delta[old] = delta.get(old, 0) - len(topics)
         if puts:
+            self._regroup()
             with self._txn.cursor(db=self._topic) as cur:
                 cur.putmulti(puts)
         return bool(whole or puts)
@@ -120,6 +172,7 @@ class TopicSets:
         old = self.ref(topic)
         if old is None:
             return False
+        self._regroup()
         self._txn.delete(topic, db=self._topic)
         self._delta[old] = self._delta.get(old, 0) - 1
         return True
@@ -143,13 +196,16 @@ class TopicSets:
                 yield bytes(topic), ref, raw
 
     def clear(self) -> None:
+        self._regroup()
         for db in (self._topic, self._sets, self._refs, self._index):
             self._txn.drop(db, delete=False)
         self._delta.clear()
 
     def flush(self) -> None:
         """Write the topic counts summed since the last flush; delete the groups with no
-        topic left."""
+        topic left; a new `STAMP` when a topic was added, removed or regrouped."""
+        if self._regrouped:
+            self._txn.put(STAMP, os.urandom(STAMP_BYTES), db=self._index)
         for ref, delta in self._delta.items():
             count = self._stored_size(ref) + delta
             if count > 0:

@@ -4,6 +4,7 @@ right; readers see topic → {brokerName: QueueData}."""
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from state import applied, route
+from state import applied, route, topicsets
 from state.store import APPLIED, Store, Txn
-from state.topicsets import INDEX, NEXT, REFS, SETS, TopicSetError, TopicSets, key_of
+from state.topicsets import INDEX, NEXT, REFS, SETS, STAMP, TopicSetError, TopicSets, key_of
 
 
 @pytest.fixture()
@@ -40,7 +41,7 @@ def layout(store: Store) -> tuple[dict[bytes, bytes], dict[bytes, int]]:
 def index(store: Store) -> dict[bytes, bytes]:
     with store.env.begin() as txn:
         return {bytes(k): bytes(v) for k, v in txn.cursor(db=store._dbs[INDEX])
-                if bytes(k) != NEXT}
+                if bytes(k) not in (NEXT, STAMP)}
 
 
 def assert_counts_match(store: Store) -> None:
@@ -202,13 +203,49 @@ def test_a_registration_edits_each_shared_value_once(store: Store) -> None:
         assert t.get(APPLIED, "broker-9") is None  # a table of configs has no digest
 
 
-def test_random_edits_keep_the_counts_and_match_a_plain_dict(store: Store) -> None:
+def test_a_writer_remembering_groups_sees_another_writer_regroup_a_topic(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = topicsets._KnownGroups(), topicsets._KnownGroups()
+    topics = {f"T{i}": (6, 8, 0, 8) for i in range(10)}
+
+    def apply(writer: topicsets._KnownGroups, name: str, table: dict[str, Any]) -> None:
+        monkeypatch.setattr(topicsets, "_KNOWN", writer)
+        with store.write() as t:
+            applied._apply_queues(t, name, table)
+
+    apply(first, "a", topics)
+    apply(first, "b", topics)  # joins the group: no topic regrouped, the groups remembered
+    assert len(first.groups) == 10
+    apply(second, "c", {"T0": (6, 4, 0, 4)})  # T0 leaves the group
+    apply(first, "d", topics)
+    with store.read() as t:
+        assert set(t.get("topic", "T0")) == {"a", "b", "c", "d"}
+        assert set(t.get("topic", "T1")) == {"a", "b", "d"}
+    assert_counts_match(store)
+
+
+class _Aborted(Exception):
+    pass
+
+
+def test_random_edits_keep_the_counts_and_match_a_plain_dict(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random transactions, some aborted, by two writers that each remember the groups they
+    looked up (as two business workers would), against a plain dict."""
     rng = random.Random(7)
     model: dict[str, dict[str, Any]] = {}
+    writers = [topicsets._KnownGroups(), topicsets._KnownGroups()]
     for _ in range(300):
-        with store.write() as t:
-            for _ in range(rng.randrange(1, 12)):
-                _random_edit(t, rng, model)
+        monkeypatch.setattr(topicsets, "_KNOWN", rng.choice(writers))
+        before = copy.deepcopy(model)
+        try:
+            with store.write() as t:
+                for _ in range(rng.randrange(1, 12)):
+                    _random_edit(t, rng, model)
+                if rng.random() < 0.1:
+                    raise _Aborted
+        except _Aborted:
+            model = before
         assert_counts_match(store)
         with store.read() as t:
             assert dict(t.items("topic")) == model
