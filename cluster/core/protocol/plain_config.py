@@ -65,16 +65,22 @@ def plain_entry(key: str, cfg: Any) -> QueueFields | None:
     as a plain TopicConfig (4.9's or 5.x's) and its topic is its key; None otherwise."""
     if type(cfg) is not dict:
         return None
-    if len(cfg) == len(_QUEUE_ROW_TYPES) + 1:
-        if not _plain_attributes(cfg.get("attributes")):
+    n = len(cfg)
+    if n == _PLAIN_5X:
+        attributes = cfg.get("attributes")
+        if type(attributes) is not dict or (attributes and not _plain_attributes(attributes)):
             return None
-    elif len(cfg) != len(_QUEUE_ROW_TYPES):
+    elif n != _PLAIN_49:
         return None
     try:
         row = _QUEUE_ROW(cfg)
     except KeyError:
         return None
-    if any(type(v) is not typ for v, typ in zip(row, _QUEUE_ROW_TYPES, strict=True)):
+    if tuple(map(type, row)) != _QUEUE_ROW_TYPES:
         return None
     _, perm, read, _, name, flag, write = row
     return (perm, read, flag, write) if (name or key) == key else None
+
+
+_PLAIN_49 = len(_QUEUE_ROW_TYPES)  # 4.9's seven fields
+_PLAIN_5X = _PLAIN_49 + 1  # and 5.x's attributes

@@ -444,12 +444,10 @@ def _first_topic(known: KnownPieces) -> str | None:
 
 def read_piece(piece: bytes, first: bool) -> Entry | None:
     """The entry of one piece read alone, or None when it is not a plain entry."""
-    if not first:
-        if piece[:1] != b",":
-            return None
-        piece = piece[1:]
+    if not first and piece[:1] != b",":
+        return None
     try:
-        obj = orjson.loads(b"{" + piece + b"}}")
+        obj = orjson.loads(b"{%s}}" % (piece if first else piece[1:]))
     except orjson.JSONDecodeError:
         return None
     if len(obj) != 1:
