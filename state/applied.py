@@ -339,7 +339,7 @@ APPLIED_MEMO_SIZE = 32
 
 
 # Pieces of topic tables, with their entries, read in any broker's table (`TopicTable`).
-PIECES_MAX_BYTES = 32 << 20
+PIECES_MAX_BYTES = 8 << 20  # about 20 MB held: 47,000 pieces of 5.x TopicConfigs
 _PIECES = PieceMemo(PIECES_MAX_BYTES)
 
 
