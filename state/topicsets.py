@@ -42,7 +42,7 @@ VALUES_KEPT = 4096  # distinct values an iteration over the table remembers
 NEXT = b"next"  # topic_index: the last group number given (no value hash is this short)
 STAMP = b"stamp"  # topic_index: rewritten when a topic is added, removed or regrouped
 STAMP_BYTES = 16
-GROUPS_KEPT = 500_000  # topics whose group a process remembers (`refs`)
+GROUPS_KEPT = 200_000  # topics whose group a process remembers (`refs`): about 27 MB
 
 
 class _KnownGroups:
