@@ -104,7 +104,7 @@ class TopicSets:
         if missing:
             if len(groups) + len(missing) > GROUPS_KEPT:
                 known.forget(known.stamp)
-                groups = known.groups
+                groups, missing = known.groups, topics
             groups.update(dict.fromkeys(missing))
             groups.update(self._looked_up(missing))
         return groups

@@ -224,6 +224,22 @@ def test_a_writer_remembering_groups_sees_another_writer_regroup_a_topic(
     assert_counts_match(store)
 
 
+def test_the_groups_a_writer_remembers_are_bounded(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(topicsets, "_KNOWN", topicsets._KnownGroups())
+    monkeypatch.setattr(topicsets, "GROUPS_KEPT", 15)
+    with store.write() as t:
+        applied._apply_queues(t, "a", {f"T{i}": (6, 8, 0, 8) for i in range(20)})
+    for name, topics in (("b", range(10)), ("c", range(10, 20)), ("d", range(20))):
+        with store.write() as t:
+            applied._apply_queues(t, name, {f"T{i}": (6, 8, 0, 8) for i in topics})
+        assert len(topicsets._KNOWN.groups) <= 20
+    with store.read() as t:
+        assert set(t.get("topic", "T3")) == {"a", "b", "d"}
+        assert set(t.get("topic", "T13")) == {"a", "c", "d"}
+    assert_counts_match(store)
+
+
 class _Aborted(Exception):
     pass
 
@@ -235,6 +251,7 @@ def test_random_edits_keep_the_counts_and_match_a_plain_dict(
     rng = random.Random(7)
     model: dict[str, dict[str, Any]] = {}
     writers = [topicsets._KnownGroups(), topicsets._KnownGroups()]
+    monkeypatch.setattr(topicsets, "GROUPS_KEPT", 6)  # of the 8 topics: forgotten often
     for _ in range(300):
         monkeypatch.setattr(topicsets, "_KNOWN", rng.choice(writers))
         before = copy.deepcopy(model)
