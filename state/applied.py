@@ -48,7 +48,7 @@ class TopicTable:
     decoded whole (`_PIECES`). The QueueFields share topic names and fields (`_shared`).
     """
 
-    __slots__ = ("_load", "_make_digest", "_queues", "_digest", "plain", "_plan")
+    __slots__ = ("_load", "_make_digest", "_queues", "_digest", "plain", "_plan", "_known")
 
     def __init__(self, load: Callable[[], dict[str, QueueFields]],
                  digest: Callable[[], str] | None = None, plain: PlainTable | None = None
@@ -59,6 +59,7 @@ class TopicTable:
         self._digest: str | None = None
         self.plain = plain
         self._plan: tuple[Applied, TableDiff | None] | None = None
+        self._known: KnownPieces | None | bool = False  # False: not cut yet
 
     @classmethod
     def of_configs(cls, configs: Mapping[str, Mapping[str, Any]]) -> TopicTable:
@@ -79,11 +80,18 @@ class TopicTable:
         queues = None if plain is None else plain.queues_from(_PIECES)
         if queues is not None:
             return queues  # its entries are the memo's, shared
-        queues = _shared(self._load())
-        known = None if plain is None else plain.known(queues)
+        self._queues = queues = _shared(self._load())
+        known = self.known()
         if known is not None:
             _PIECES.learn(known.entries)
         return queues
+
+    def known(self) -> KnownPieces | None:
+        """The pieces of a plain table after its first, each with its entry (computed
+        once); None when it is not one (`PlainTable.known`)."""
+        if self._known is False:
+            self._known = None if self.plain is None else self.plain.known(self.queues())
+        return self._known  # type: ignore[return-value]
 
     def digest(self) -> str | None:
         if self._digest is None and self._make_digest is not None:
@@ -152,7 +160,7 @@ def apply_topic_table(t: Txn, name: str, table: TopicTable) -> None:
     t.put_raw(APPLIED_QUEUES, name, dumps(queues))
     t.delete(APPLIED_DELTA, name)
     # Pieces are kept once a name applies a second table: a first table may be its only one.
-    pieces = None if applied is None or table.plain is None else table.plain.known(queues)
+    pieces = None if applied is None else table.known()
     _remember_applied(name, Applied(_new_stamp(t, name), queues, {}, pieces))
 
 
