@@ -160,19 +160,19 @@ class Hub:
         t0 = time.perf_counter()
         replies = self.replies
         replies.refresh()  # once per chunk: every write acknowledged before it is seen
-        template, five = replies.templates.get, self.five
-        out: list[bytes] = []
+        template, five, going_away = replies.templates.get, self.five, self.going_away
+        out: list[bytes] = []  # the replies' pieces (`Template.put`)
         unusual: list[int] = []  # codes of the answers from templates other than SUCCESS
         ok = SUCCESS
         for frame in frames:
-            if self.going_away and self._go_away(conn, frame):
+            if going_away and self._go_away(conn, frame):
                 continue
             # only route lookups are ever learned under a key
             found = header_key(frame, five)
             if found is not None:
                 t = template(found[0])
                 if t is not None:
-                    out.append(t.render(found[1]))
+                    t.put(out, found[1])
                     if t.code != ok:
                         unusual.append(t.code)
                     continue
@@ -182,7 +182,7 @@ class Hub:
                     sibling = replies.sibling(*ask)
                     t = None if sibling is None else replies.derive(found[0], sibling)
                     if t is not None:  # a topic of the same route was learned
-                        out.append(t.render(found[1]))
+                        t.put(out, found[1])
                         self.m.add("route_template_shared")
                         continue
                     self.submit(conn.conn_id, frame,
@@ -191,8 +191,8 @@ class Hub:
                     continue
             self.submit(conn.conn_id, frame, (None, None, t0, frame_code(frame)))
         if out:
-            conn.write(out[0] if len(out) == 1 else b"".join(out))
-            self._count_hits(len(out), unusual, time.perf_counter() - t0)
+            conn.write(b"".join(out))
+            self._count_hits(len(out) // 3, unusual, time.perf_counter() - t0)
 
     def _go_away(self, conn: Connection, frame: bytes | memoryview) -> bool:
         """Answer GO_AWAY to a new client's request (``worker.io.go_away``); False: serve it."""

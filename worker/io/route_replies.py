@@ -110,13 +110,20 @@ class Template:
     def size(self) -> int:
         return len(self.lead) + len(self.rest)
 
-    def render(self, digits: bytes) -> bytes:
-        """The reply to a request whose opaque, as sent, is ``digits``."""
+    def put(self, out: list[bytes], digits: bytes) -> None:
+        """Add to ``out`` the pieces of the reply to a request whose opaque, as sent, is
+        ``digits``: the replies of a read are joined once, for one write."""
         n = len(digits)
         if n != self.width:
             self.lead = _PREFIX.pack(self.total + n, self.word + n) + self.lead[_PREFIX.size :]
             self.width = n
-        return b"".join((self.lead, digits, self.rest))
+        out += self.lead, digits, self.rest
+
+    def render(self, digits: bytes) -> bytes:
+        """The reply to a request whose opaque, as sent, is ``digits``."""
+        out: list[bytes] = []
+        self.put(out, digits)
+        return b"".join(out)
 
 
 def route_request(frame: bytes, fastjson2: bool = False) -> tuple[str, Shape] | None:

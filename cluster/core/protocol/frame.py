@@ -94,15 +94,23 @@ class FrameReader:
     def _split(self, buf: bytes) -> tuple[list[bytes], int]:
         frames: list[bytes] = []
         pos, end = 0, len(buf)
-        while end - pos >= 4:
-            (total,) = _I32.unpack_from(buf, pos)
-            check_total(total, self.max_frame)
-            if end - pos >= 8:
-                check_header_word(_U32.unpack_from(buf, pos + 4)[0], total, self.max_header)
-            if end - pos - 4 < total:
-                break
-            frames.append(buf[pos + 4 : pos + 4 + total])
-            pos += 4 + total
+        most, max_header = self.max_frame - 4, self.max_header
+        prefix = FRAME_PREFIX.unpack_from
+        while end - pos >= 8:
+            total, word = prefix(buf, pos)
+            hlen = word & HEADER_LENGTH_MASK
+            # the checks below, inline: this loop runs for every request a node reads
+            if not (4 <= total <= most and word >> STYPE_SHIFT < 2 and hlen <= total - 4
+                    and hlen <= max_header):
+                check_total(total, self.max_frame)
+                check_header_word(word, total, max_header)
+            after = pos + 4 + total
+            if after > end:
+                return frames, pos
+            frames.append(buf[pos + 4 : after])
+            pos = after
+        if end - pos >= 4:
+            check_total(_I32.unpack_from(buf, pos)[0], self.max_frame)
         return frames, pos
 
     def collecting(self) -> tuple[int, int]:
