@@ -40,7 +40,7 @@ from cluster.core.protocol.frame import FRAME_PREFIX as _PREFIX
 from cluster.core.protocol.frame import HEADER_LENGTH_MASK as _HLEN
 from cluster.core.protocol.frame import HEADER_WORD as _WORD
 from cluster.core.protocol.frame import STYPE_SHIFT as _STYPE
-from cluster.core.protocol.frame import FrameError, decode_command
+from cluster.core.protocol.frame import FrameError, decode_command, json_header_command
 from cluster.core.protocol.peek import BIN_OPAQUE_END, BIN_OPAQUE_START
 from cluster.core.protocol.peek import FRAME_BIN_HEAD as _BIN_HEAD
 from cluster.core.protocol.peek import FRAME_BIN_OPAQUE as _BIN_OPAQUE
@@ -143,8 +143,9 @@ def route_request(frame: bytes, fastjson2: bool = False) -> tuple[str, Shape] | 
             return None
     elif stype != SerializeType.ROCKETMQ:
         return None
-    try:
-        cmd = decode_command(frame, fastjson2=fastjson2)
+    try:  # a JSON header is not parsed twice: decode_command would read it as orjson did
+        cmd = json_header_command(h, fastjson2) if stype == SerializeType.JSON \
+            else decode_command(frame, fastjson2=fastjson2)
     except FrameError:
         return None
     topic, opaque = cmd.field("topic"), cmd.opaque

@@ -270,6 +270,12 @@ def _decode_json_header(header: bytes, fastjson2: bool = False) -> RemotingComma
             obj = loads_fastjson2(header) if fastjson2 else loads_lenient(header)
         except ValueError as exc:
             raise _bad(f"header is not JSON: {exc}") from exc
+    return json_header_command(obj, fastjson2)
+
+
+def json_header_command(obj: Any, fastjson2: bool = False) -> RemotingCommand:
+    """The command of a JSON header as parsed (``decode_command`` of a frame whose header
+    orjson reads as ``obj``, but for its body and serialize type). Raises FrameError."""
     if not isinstance(obj, dict):
         raise _bad("JSON header is not an object")
     ext = obj.get("extFields")
