@@ -193,6 +193,24 @@ class Txn:
         return self.get("meta", "gen") or 0
 
 
+class Reading:
+    """``with store.read() as t``: a read-only transaction, aborted on leaving. A class, not
+    a generator: the I/O worker opens one per first route lookup."""
+
+    __slots__ = ("_env", "_dbs", "_txn")
+
+    def __init__(self, env: lmdb.Environment, dbs: dict[str, Any]) -> None:
+        self._env = env
+        self._dbs = dbs
+
+    def __enter__(self) -> Txn:
+        self._txn = self._env.begin(write=False, buffers=False)
+        return Txn(self._txn, self._dbs)
+
+    def __exit__(self, *exc: object) -> None:
+        self._txn.abort()
+
+
 class Store:
     """An opened environment. `create` in the controller, `open` in every worker after spawn."""
 
@@ -254,10 +272,9 @@ class Store:
             raise
         return cls(path, env, dbs)
 
-    @contextmanager
-    def read(self) -> Iterator[Txn]:
-        with self.env.begin(write=False, buffers=False) as txn:
-            yield Txn(txn, self._dbs)
+    def read(self) -> Reading:
+        """A read transaction, for ``with``."""
+        return Reading(self.env, self._dbs)
 
     @contextmanager
     def write(self) -> Iterator[Txn]:
