@@ -42,7 +42,13 @@ from worker.io.dispatch import ROUTE_CODE as ROUTE
 from worker.io.dispatch import Dispatcher, Peer
 from worker.io.go_away import go_away_reply
 from worker.io.handoff import HandoffSender
-from worker.io.route_replies import HeaderKey, RouteReplies, Sibling, header_key, route_request
+from worker.io.route_replies import (
+    HeaderKey,
+    RequestShapes,
+    RouteReplies,
+    Sibling,
+    header_key,
+)
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, frame_code, origin_of
 
 log = logging.getLogger("pynamesrv.io")
@@ -90,6 +96,7 @@ class Hub:
         self.handoff: HandoffSender | None = None
         self.dialect = dialect_of(cfg.dialect)
         self.five = self.dialect.five  # read per frame: an Enum property costs a lookup
+        self.shapes = RequestShapes(self.five)  # first route lookups' requests, read
         self.going_away = False  # shutting down gracefully: new clients get GO_AWAY
 
     def now(self) -> float:
@@ -176,7 +183,7 @@ class Hub:
                     if t.code != ok:
                         unusual.append(t.code)
                     continue
-                ask = route_request(frame, five) \
+                ask = self.shapes.read(frame, found[0]) \
                     if peek_code(frame) == ROUTE else None
                 if ask is not None:
                     sibling = replies.sibling(*ask)

@@ -160,6 +160,57 @@ def route_request(frame: bytes, fastjson2: bool = False) -> tuple[str, Shape] | 
                                 cmd.remark, rest))
 
 
+_TOPIC_SLOT = re.compile(rb'"topic":"([%|A-Za-z0-9_-]+)"')  # a valid topic name: no escapes
+_TOPIC_KEY = b'"topic"'
+SHAPES_MAX = 4096  # request layouts remembered per I/O worker
+
+
+class RequestShapes:
+    """``route_request`` of JSON route requests, without parsing those laid out as one parsed
+    before but for their topic and opaque (the first lookups of a client's other topics).
+
+    A layout is the header without its opaque (``header_key``) with the topic's value cut
+    out. It is remembered only from a request that ``route_request`` took, whose header
+    holds no backslash (no escape anywhere, so every key is written as it reads) and names
+    ``"topic"`` exactly once, followed by a valid topic name that is the topic the request
+    was read with: that is the extFields topic's value. Another header of that layout is
+    the same bytes but for a valid topic name there and its opaque's digits, neither of
+    which can add an escape, a key or an opaque: it reads the same but for its topic."""
+
+    __slots__ = ("_fastjson2", "_known")
+
+    def __init__(self, fastjson2: bool) -> None:
+        self._fastjson2 = fastjson2
+        self._known: dict[bytes, Shape] = {}
+
+    def read(self, frame: bytes, key: HeaderKey) -> tuple[str, Shape] | None:
+        """``route_request(frame)``, where ``key`` is the frame's ``header_key``."""
+        slot = _topic_slot(frame, key)
+        if slot is not None:
+            shape = self._known.get(slot[0])
+            if shape is not None:
+                return slot[1], shape
+        ask = route_request(frame, self._fastjson2)
+        if ask is not None and slot is not None and ask[0] == slot[1]:
+            if len(self._known) >= SHAPES_MAX:
+                self._known.clear()
+            self._known[slot[0]] = ask[1]
+        return ask
+
+
+def _topic_slot(frame: bytes, key: HeaderKey) -> tuple[bytes, str] | None:
+    """(layout, topic) of a JSON header without a body whose one ``"topic"`` is followed by
+    a valid topic name, else None."""
+    if frame[0] != SerializeType.JSON or b"\\" in key or key.count(_TOPIC_KEY) != 1 or \
+            len(frame) != 4 + (_WORD.unpack_from(frame, 0)[0] & _HLEN):
+        return None
+    m = _TOPIC_SLOT.search(key)
+    if m is None:
+        return None
+    start, stop = m.span(1)
+    return key[:start] + key[stop:], m[1].decode("ascii")
+
+
 def template_of(reply: bytes) -> Template | None:
     """Split an encoded reply (with its length word) around its opaque; None if it cannot be."""
     code = reply_code(reply)
