@@ -71,20 +71,16 @@ class TopicTable:
         return cls(plain.queues, digest, plain)
 
     def queues(self) -> dict[str, QueueFields]:
-        if self._queues is None:
-            self._queues = self._decode()
-        return self._queues
-
-    def _decode(self) -> dict[str, QueueFields]:
+        if self._queues is not None:
+            return self._queues
         plain = self.plain
-        queues = None if plain is None else plain.queues_from(_PIECES)
-        if queues is not None:
-            return queues  # its entries are the memo's, shared
-        self._queues = queues = _shared(self._load())
-        known = self.known()
-        if known is not None:
-            _PIECES.learn(known.entries)
-        return queues
+        self._queues = None if plain is None else plain.queues_from(_PIECES)
+        if self._queues is None:  # (else its entries are the memo's, shared)
+            self._queues = _shared(self._load())
+            known = self.known()
+            if known is not None:
+                _PIECES.learn(known.entries)
+        return self._queues
 
     def known(self) -> KnownPieces | None:
         """The pieces of a plain table after its first, each with its entry (computed
