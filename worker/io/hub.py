@@ -169,6 +169,7 @@ class Hub:
         replies.refresh()  # once per chunk: every write acknowledged before it is seen
         template, five, going_away = replies.templates.get, self.five, self.going_away
         out: list[bytes] = []  # the replies' pieces (`Template.put`)
+        hits = 0
         unusual: list[int] = []  # codes of the answers from templates other than SUCCESS
         ok = SUCCESS
         for frame in frames:
@@ -180,6 +181,7 @@ class Hub:
                 t = template(found[0])
                 if t is not None:
                     t.put(out, found[1])
+                    hits += 1
                     if t.code != ok:
                         unusual.append(t.code)
                     continue
@@ -190,6 +192,7 @@ class Hub:
                     t = None if sibling is None else replies.derive(found[0], sibling)
                     if t is not None:  # a topic of the same route was learned
                         t.put(out, found[1])
+                        hits += 1
                         self.m.add("route_template_shared")
                         continue
                     self.submit(conn.conn_id, frame,
@@ -197,9 +200,9 @@ class Hub:
                     self.m.add("route_template_misses")
                     continue
             self.submit(conn.conn_id, frame, (None, None, t0, frame_code(frame)))
-        if out:
+        if hits:
             conn.write(b"".join(out))
-            self._count_hits(len(out) // 3, unusual, time.perf_counter() - t0)
+            self._count_hits(hits, unusual, time.perf_counter() - t0)
 
     def _go_away(self, conn: Connection, frame: bytes | memoryview) -> bool:
         """Answer GO_AWAY to a new client's request (``worker.io.go_away``); False: serve it."""

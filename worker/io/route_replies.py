@@ -119,12 +119,6 @@ class Template:
             self.width = n
         out += self.lead, digits, self.rest
 
-    def render(self, digits: bytes) -> bytes:
-        """The reply to a request whose opaque, as sent, is ``digits``."""
-        out: list[bytes] = []
-        self.put(out, digits)
-        return b"".join(out)
-
 
 def route_request(frame: bytes, fastjson2: bool = False) -> tuple[str, Shape] | None:
     """(topic, ``Shape``) of a well-formed two-way route request with a topic and exactly
@@ -191,6 +185,8 @@ class RequestShapes:
             if shape is not None:
                 return slot[1], shape
         ask = route_request(frame, self._fastjson2)
+        # the topic check follows from the slot's rules; it keeps what is learned tied to
+        # what route_request read
         if ask is not None and slot is not None and ask[0] == slot[1]:
             if len(self._known) >= SHAPES_MAX:
                 self._known.clear()
