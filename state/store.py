@@ -286,6 +286,8 @@ class Store:
                 t._topics.flush()
             if t.route_changed:
                 txn.put(b"gen", dumps(t.generation() + 1), db=self._dbs["meta"])
+        if t._topics is not None:
+            t._topics.committed()
 
     def generation_token(self) -> bytes | None:
         """The route generation as stored, to compare for equality; one short read."""

@@ -19,7 +19,10 @@ one another group holds): they stay two, each correct.
 sees topic → {brokerName: QueueData} as before. A process remembers the groups of the topics
 it looked up while `STAMP` stays what it read (`refs`): a cluster's brokers joining the one
 group of their topics change its value, not a topic's group, so the next broker's thousands
-of topics are not looked up again. The topic counts are summed in memory during a write
+of topics are not looked up again. A write transaction of its own that regroups topics
+carries what it remembers to the new `STAMP`, with the transaction's moves (`committed`):
+brokers that each bring new topics (a topic on a few of a thousand brokers) look up only
+those. The topic counts are summed in memory during a write
 transaction and written once at its end (`flush`): a group with no topic left is deleted
 then.
 """
@@ -27,7 +30,7 @@ then.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, cast
 
 import lmdb
@@ -76,14 +79,19 @@ class TopicSetError(RuntimeError):
 class TopicSets:
     """The topic table within one LMDB transaction."""
 
-    __slots__ = ("_txn", "_topic", "_sets", "_refs", "_index", "_delta", "_regrouped")
+    __slots__ = ("_txn", "_topic", "_sets", "_refs", "_index", "_delta", "_moved", "_known",
+                 "_stamp")
 
     def __init__(self, txn: lmdb.Transaction, dbs: dict[str, Any]) -> None:
         self._txn = txn
         self._topic, self._sets, self._refs = dbs[TOPIC], dbs[SETS], dbs[REFS]
         self._index = dbs[INDEX]
         self._delta: dict[bytes, int] = {}  # group → topics added minus removed, not written yet
-        self._regrouped = False  # a topic was added, removed or regrouped in this transaction
+        # The topics added, removed (None) or regrouped in this transaction, with their group;
+        # None when the table was cleared.
+        self._moved: dict[bytes, bytes | None] | None = {}
+        self._known: _KnownGroups | None = None  # `_memo`
+        self._stamp: bytes | None = None  # the `STAMP` `flush` wrote
 
     def ref(self, topic: bytes) -> bytes | None:
         """`topic`'s group, None when the topic is absent."""
@@ -93,31 +101,42 @@ class TopicSets:
     def refs(self, topics: list[bytes]) -> Mapping[bytes, bytes | None]:
         """The group of each of `topics` (None: absent), to look up with ``get``; it may
         hold other topics too. Remembered while the stored `STAMP` stays the same."""
-        stamp = None if self._regrouped else self._txn.get(STAMP, db=self._index)
-        if stamp is None:  # a topic regrouped in this transaction, or never a stamp
+        moved = self._moved
+        known = None if moved is None else self._memo()
+        if known is None:  # the table cleared in this transaction, or never a stamp
             return self._looked_up(topics)
-        known = _KNOWN
-        if known.stamp != stamp:
-            known.forget(bytes(stamp))
+        assert moved is not None
         groups = known.groups
-        missing = [topic for topic in topics if topic not in groups]
+        missing = set(topics).difference(groups, moved)
         if missing:
             if len(groups) + len(missing) > GROUPS_KEPT:
                 known.forget(known.stamp)
-                groups, missing = known.groups, topics
+                groups = known.groups
+                missing = set(topics).difference(moved)
+            # as at the transaction's start: none of them moved in it
             groups.update(dict.fromkeys(missing))
             groups.update(self._looked_up(missing))
-        return groups
+        if not moved:
+            return groups
+        return {topic: moved[topic] if topic in moved else groups[topic] for topic in topics}
 
-    def _looked_up(self, topics: list[bytes]) -> dict[bytes, bytes]:
+    def _memo(self) -> _KnownGroups | None:
+        """The groups this process remembers, holding for the stored `STAMP` as this
+        transaction found it (only `flush` writes it); None when there is no stamp."""
+        if self._known is None:
+            stamp = self._txn.get(STAMP, db=self._index)
+            if stamp is None:
+                return None
+            known = _KNOWN
+            if known.stamp != stamp:
+                known.forget(bytes(stamp))
+            self._known = known
+        return self._known
+
+    def _looked_up(self, topics: Iterable[bytes]) -> dict[bytes, bytes]:
         """The group of each of `topics` as stored; absent topics are left out."""
         with self._txn.cursor(db=self._topic) as cur:  # the store's transactions give bytes
             return dict(cast(list[tuple[bytes, bytes]], cur.getmulti(topics)))
-
-    def _regroup(self) -> None:
-        """A topic is added, removed or regrouped: nothing remembered holds any more."""
-        self._regrouped = True
-        _KNOWN.forget()
 
     def value(self, ref: bytes) -> bytes:
         """The value of group `ref`."""
@@ -163,7 +182,8 @@ class TopicSets:
             if old is not None:
                 delta[old] = delta.get(old, 0) - len(topics)
         if puts:
-            self._regroup()
+            if self._moved is not None:
+                self._moved.update(puts)
             with self._txn.cursor(db=self._topic) as cur:
                 cur.putmulti(puts)
         return bool(whole or puts)
@@ -172,7 +192,8 @@ class TopicSets:
         old = self.ref(topic)
         if old is None:
             return False
-        self._regroup()
+        if self._moved is not None:
+            self._moved[topic] = None
         self._txn.delete(topic, db=self._topic)
         self._delta[old] = self._delta.get(old, 0) - 1
         return True
@@ -196,7 +217,7 @@ class TopicSets:
                 yield bytes(topic), ref, raw
 
     def clear(self) -> None:
-        self._regroup()
+        self._moved = None
         for db in (self._topic, self._sets, self._refs, self._index):
             self._txn.drop(db, delete=False)
         self._delta.clear()
@@ -204,8 +225,9 @@ class TopicSets:
     def flush(self) -> None:
         """Write the topic counts summed since the last flush; delete the groups with no
         topic left; a new `STAMP` when a topic was added, removed or regrouped."""
-        if self._regrouped:
-            self._txn.put(STAMP, os.urandom(STAMP_BYTES), db=self._index)
+        if self._moved is None or self._moved:
+            self._stamp = os.urandom(STAMP_BYTES)
+            self._txn.put(STAMP, self._stamp, db=self._index)
         for ref, delta in self._delta.items():
             count = self._stored_size(ref) + delta
             if count > 0:
@@ -215,6 +237,18 @@ class TopicSets:
                 self._unindex(ref, self._held(ref))
                 self._txn.delete(ref, db=self._sets)
         self._delta.clear()
+
+    def committed(self) -> None:
+        """The transaction committed: what this process remembers of the groups holds for
+        the new `STAMP`, with this transaction's moves."""
+        known, moved = self._known, self._moved
+        if self._stamp is None or known is None:
+            return
+        if moved is None or len(known.groups) + len(moved) > GROUPS_KEPT:
+            known.forget()
+            return
+        known.groups.update(moved)
+        known.stamp = self._stamp
 
     def _stored_size(self, ref: bytes) -> int:
         held = self._txn.get(ref, db=self._refs)

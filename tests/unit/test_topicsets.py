@@ -224,6 +224,37 @@ def test_a_writer_remembering_groups_sees_another_writer_regroup_a_topic(
     assert_counts_match(store)
 
 
+def test_a_writer_carries_its_groups_past_its_own_commits_not_past_an_abort(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write transaction that regroups topics leaves what the writer remembers holding for
+    the new stamp, with its moves; an aborted one leaves it as it was (a topic looked up
+    after it moved in the transaction is not remembered as it then stood)."""
+    first, second = topicsets._KnownGroups(), topicsets._KnownGroups()
+    table = {"T0": (6, 8, 0, 8), "T1": (6, 8, 0, 8)}
+
+    def writes(writer: topicsets._KnownGroups) -> Any:
+        monkeypatch.setattr(topicsets, "_KNOWN", writer)
+        return store.write()
+
+    with writes(second) as t:
+        applied._apply_queues(t, "a", table)
+    with pytest.raises(_Aborted), writes(first) as t:
+        assert t.delete("topic", "T0")
+        applied._apply_queues(t, "b", {"T0": (6, 8, 0, 8)})  # T0 comes back, alone
+        raise _Aborted
+    with writes(first) as t:
+        applied._apply_queues(t, "c", {"T0": (6, 4, 0, 4)})  # T0 leaves the group
+    with store.read() as t:
+        stamp = t.get_raw(INDEX, STAMP.decode())
+    assert first.stamp == stamp and first.groups[b"T0"] is not None  # carried
+    with writes(first) as t:
+        applied._apply_queues(t, "d", table)
+    with store.read() as t:
+        assert list(t.get("topic", "T0")) == ["a", "c", "d"]
+        assert list(t.get("topic", "T1")) == ["a", "d"]
+    assert_counts_match(store)
+
+
 def test_the_groups_a_writer_remembers_are_bounded(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(topicsets, "_KNOWN", topicsets._KnownGroups())
