@@ -75,13 +75,19 @@ Buf = TypeVar("Buf", bytes, memoryview)
 def pack_pairs(pairs: Sequence[tuple[bytes | memoryview, bytes | memoryview]],
                kind: bytes = b"") -> bytes:
     """``kind`` then (conn, payload) pairs, as one frame: u16 len, u32 len, conn, payload, ..."""
-    parts: list[bytes | memoryview] = [kind]
+    return b"".join(_pair_parts([kind], pairs))
+
+
+def _pair_parts(parts: list[bytes | memoryview],
+                pairs: Sequence[tuple[bytes | memoryview, bytes | memoryview]]
+                ) -> list[bytes | memoryview]:
+    """``parts`` followed by the pieces of ``pack_pairs``, to be joined once."""
     pack = _PAIR.pack
     for conn, payload in pairs:
         parts.append(pack(len(conn), len(payload)))
         parts.append(conn)
         parts.append(payload)
-    return b"".join(parts)
+    return parts
 
 
 def pair_buffer(kind: bytes, conn: bytes, size: int) -> tuple[bytearray, int]:
@@ -112,15 +118,17 @@ def pack_replies(pairs: Sequence[tuple[bytes | memoryview, bytes]], micros: Sequ
     """``REPLIES``: u16 n, n times u32 microseconds (what each request took the business
     worker), then ``pack_pairs`` of the n (conn, reply) pairs."""
     times = b"".join(_MICROS.pack(min(us, MAX_MICROS)) for us in micros)
-    return REPLIES + _COUNT.pack(len(pairs)) + times + pack_pairs(pairs)
+    return b"".join(_pair_parts([REPLIES, _COUNT.pack(len(pairs)), times], pairs))
 
 
-def unpack_replies(payload: Buf) -> tuple[list[tuple[Buf, Buf]], list[int]]:
-    """The pairs and times of ``pack_replies`` (without its kind byte)."""
+def unpack_replies(payload: bytes | memoryview) -> tuple[list[tuple[bytes, bytes]], list[int]]:
+    """The pairs and times of ``pack_replies`` (without its kind byte), each reply copied
+    once out of ``payload`` (a large list is not copied whole on its way)."""
     (n,) = _COUNT.unpack_from(payload, 0)
     end = _COUNT.size + n * _MICROS.size
     times = [_MICROS.unpack_from(payload, _COUNT.size + i * _MICROS.size)[0] for i in range(n)]
-    return unpack_pairs(payload[end:]), times
+    return [(bytes(conn), bytes(reply))
+            for conn, reply in unpack_pairs(memoryview(payload)[end:])], times
 
 
 def shared_ref(pid: int, offset: int, length: int, conn: bytes) -> bytes:

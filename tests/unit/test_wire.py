@@ -32,3 +32,13 @@ def test_replies_carry_the_time_each_request_took() -> None:
     assert message[:1] == wire.REPLIES
     assert wire.unpack_replies(message[1:]) == (pairs, [12, wire.MAX_MICROS])
     assert wire.unpack_replies(wire.pack_replies([], [])[1:]) == ([], [])
+
+
+def test_replies_read_from_a_view_of_the_message_come_out_as_bytes() -> None:
+    """The I/O worker unpacks a view of the received message: each reply is copied out of
+    it once, as bytes (templates and connections keep them after the message is gone)."""
+    pairs = [(b"0.1.7", b"x" * 100_000), (b"0.1.8", b"reply-b")]
+    message = wire.pack_replies(pairs, [3, 4])
+    replies, micros = wire.unpack_replies(memoryview(message)[1:])
+    assert replies == pairs and micros == [3, 4]
+    assert all(type(conn) is bytes and type(reply) is bytes for conn, reply in replies)

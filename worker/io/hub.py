@@ -420,8 +420,8 @@ class Hub:
             log.error("event=bad_internal_message parts=%d", len(msg))
             return
         ident, message = msg
-        kind, payload = message[:1], message[1:]
-        lane, pid = wire.parse_hello(payload) if kind == wire.HELLO else (None, 0)
+        kind, payload = message[:1], memoryview(message)[1:]  # replies are copied once
+        lane, pid = wire.parse_hello(bytes(payload)) if kind == wire.HELLO else (None, 0)
         peer, back = self.lanes.seen(ident, self.now(), lane, pid)
         if peer is None:
             return
