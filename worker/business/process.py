@@ -109,9 +109,10 @@ class BusinessWorker:
             self.hello()
 
     def _send(self, sock: zmq.Socket[bytes], message: bytes) -> None:
-        # zmq.Again: the I/O worker is gone; its connections died with it
+        # zmq.Again: the I/O worker is gone; its connections died with it. copy=False: a
+        # large batch (a topic list) is sent from this bytes object, a small one is copied.
         with contextlib.suppress(zmq.Again):
-            sock.send(message, flags=wire.NOBLOCK)
+            sock.send(message, flags=wire.NOBLOCK, copy=False)
 
     def serve(self) -> None:
         while self.running:
