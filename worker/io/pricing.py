@@ -2,8 +2,8 @@
 
 The business workers time every request they process and send the time back with
 the reply (``wire.pack_replies``); to that the I/O worker adds two microseconds per
-KiB of the reply (a large reply is copied several times on its way: encoded, batched,
-sent, received, written), and keeps, per request code, an
+KiB of the reply (a large reply is copied on its way: encoded, batched, received,
+written), and keeps, per request code, an
 estimate that moves half way towards a costlier sample and an eighth of the way
 towards a cheaper one, so a code that is sometimes expensive (a topic list after
 every route change) stays priced near its expensive runs. A frame's size adds a microsecond per KiB
