@@ -34,6 +34,7 @@ import pytest
 
 from cluster.cli.main import main
 from cluster.client.admin_json import route_json
+from cluster.client.admin_requests import broker_runtime_stats
 from cluster.client.errors import ClientError, RemoteError
 from cluster.client.nsclient import NameServerClient
 from cluster.core.javaorder import hashmap_order, long_hash, properties_order
@@ -256,6 +257,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         poll_until(lambda: all(len({cluster_topics(client, n.addr, c) for n in nodes}) == 1
                                for c in ("DefaultCluster", "OldCluster")),
                    timeout=60, interval=0.5, what="the same topic tables on every node")
+        # and each broker's runtime info, which clusterList asks the brokers for: a cold
+        # broker's first answer can take longer than mqadmin's 5 s on a loaded machine
+        poll_until(lambda: None not in broker_runtime_stats(client, [five, four], 5.0).values(),
+                   timeout=60, interval=0.5, what="the brokers' runtime info")
         yield Cluster(nodes, five, four, tmp / "mqadmin", client)
     finally:
         if client is not None:
