@@ -98,7 +98,7 @@ class ConcurrentKeys:
     """
 
     def __init__(self, bins: int = _DEFAULT_BINS) -> None:
-        self.bins: list[list[str]] = [[] for _ in range(bins)]
+        self.bins: list[list[str] | None] = [None] * bins  # None: an empty bin
         self.count = 0
 
     @classmethod
@@ -109,25 +109,35 @@ class ConcurrentKeys:
         return props
 
     def put(self, key: str) -> None:
-        n = len(self.bins)
-        chain = self.bins[_chm_spread(key) & (n - 1)]
-        if key in chain:
+        bins = self.bins
+        n = len(bins)
+        at = _chm_spread(key) & (n - 1)
+        chain = bins[at]
+        if chain is None:
+            bins[at] = [key]
+        elif key in chain:
             return
-        chain.append(key)
+        else:
+            chain.append(key)
         self.count += 1
         if self.count >= n - (n >> 2):
             self._grow()
 
     def _grow(self) -> None:
         n = len(self.bins)
-        grown: list[list[str]] = [[] for _ in range(2 * n)]
+        grown: list[list[str] | None] = [None] * (2 * n)
         for i, chain in enumerate(self.bins):
-            if chain:
-                grown[i], grown[i + n] = _split(chain, n)
+            if chain is None:
+                continue
+            if len(chain) == 1:  # most chains: the key moves or stays, alone
+                grown[i + n if _chm_spread(chain[0]) & n else i] = chain
+            else:
+                low, high = _split(chain, n)
+                grown[i], grown[i + n] = low or None, high or None
         self.bins = grown
 
     def ordered(self) -> list[str]:
-        return [k for chain in self.bins for k in chain]
+        return [k for chain in self.bins if chain is not None for k in chain]
 
 
 def _split(chain: Sequence[str], n: int) -> tuple[list[str], list[str]]:
