@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import TypeVar
 
@@ -127,32 +127,31 @@ class ConcurrentKeys:
         n = len(self.bins)
         grown: list[list[str] | None] = [None] * (2 * n)
         for i, chain in enumerate(self.bins):
-            if chain is None:
-                continue
-            if len(chain) == 1:  # most chains: the key moves or stays, alone
-                grown[i + n if _chm_spread(chain[0]) & n else i] = chain
-            else:
-                low, high = _split(chain, n)
-                grown[i], grown[i + n] = low or None, high or None
+            if chain is not None:
+                grown[i], grown[i + n] = _split(chain, n)
         self.bins = grown
 
     def ordered(self) -> list[str]:
         return [k for chain in self.bins if chain is not None for k in chain]
 
 
-def _split(chain: Sequence[str], n: int) -> tuple[list[str], list[str]]:
-    """One chain moved to a table of 2n bins: (stays at i, moves to i + n).
+def _split(chain: list[str], n: int) -> tuple[list[str] | None, list[str] | None]:
+    """One chain moved to a table of 2n bins: (stays at i, moves to i + n), None for a
+    side that gets no key.
 
     The tail run of keys bound for one side keeps its order; each key before it is
-    put at the head of its side's chain.
+    put at the head of its side's chain. A chain bound whole for one side (most chains
+    hold one key) is that run: it moves as it is.
     """
     bits = [_chm_spread(k) & n for k in chain]
     last = len(chain) - 1
     while last > 0 and bits[last - 1] == bits[last]:
         last -= 1
-    low: list[str]
-    high: list[str]
-    low, high = ([], list(chain[last:])) if bits[last] else (list(chain[last:]), [])
+    if not last:
+        return (None, chain) if bits[0] else (chain, None)
+    low: list[str] = []
+    high: list[str] = []
+    (high if bits[last] else low).extend(chain[last:])
     for key, bit in zip(chain[:last], bits[:last], strict=True):
         (high if bit else low).insert(0, key)
     return low, high
