@@ -15,9 +15,6 @@ import zmq
 from cluster.core.closing import Closing
 from cluster.core.errors import UserError
 
-COMMANDS = ("status", "stop", "start", "restart", "kill", "pause", "resume", "shutdown",
-            "reload")
-
 
 class ControlError(UserError):
     """The supervisor answered ``{"ok": false}``; ``str()`` is its error."""

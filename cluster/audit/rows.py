@@ -19,8 +19,6 @@ from typing import Any
 
 import orjson
 
-ROW_FIELDS: tuple[str, ...] = (
-    "node", "round", "taken_at", "available", "table", "key", "digest", "value")
 NESTED_TABLES = frozenset({"topic", "kv"})
 MANIFEST_NAME = "manifest.json"
 ROWS_PREFIX = "rows-"

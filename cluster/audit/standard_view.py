@@ -20,7 +20,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 QUEUE_FIELDS = ("perm", "readQueueNums", "topicSysFlag", "writeQueueNums")
-STANDARD_TABLES = ("cluster", "broker", "topic", "kv")
 
 
 def cluster_tables(info: Mapping[str, Any]) -> dict[str, Any]:

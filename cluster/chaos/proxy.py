@@ -127,7 +127,6 @@ class _Link:
     client: tuple[asyncio.StreamReader, asyncio.StreamWriter]
     server: tuple[asyncio.StreamReader, asyncio.StreamWriter]
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    eofs: int = 0
 
     def abort(self) -> None:
         _abort_with_rst(self.client[1])

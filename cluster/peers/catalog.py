@@ -58,9 +58,6 @@ RELEASES: dict[str, Release] = {
 }
 DEFAULT_RELEASE = "5.5"
 
-GO_CLIENT_MODULE = "github.com/apache/rocketmq-client-go/v2"
-GO_CLIENT_VERSION = "v2.1.3-0.20251226070945-2173d070fd1b"  # go.mod of the Go probe pins it
-
 RUST_CRATE = "rocketmq-namesrv"
 RUST_VERSION = "1.0.0"
 

@@ -20,11 +20,6 @@ from pathlib import Path
 from cluster.peers import cache, cds, maven, native
 from cluster.peers.catalog import MAIN_CLASS, Release
 
-BOOT_MARKER = {
-    "namesrv": "The Name Server boot success",
-    "broker": "boot success",
-    "proxy": "rocketmq-proxy startup successfully",
-}
 # What the release's own scripts would need on Java 17 and later (4.x reaches into
 # java.nio internals to unmap files); harmless where unused.
 OPENS = ("java.base/java.lang", "java.base/java.lang.reflect", "java.base/java.nio",

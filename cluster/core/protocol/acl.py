@@ -32,7 +32,6 @@ from dataclasses import dataclass, replace
 from cluster.core.protocol.command import RemotingCommand
 
 ACCESS_KEY = "AccessKey"
-SECRET_KEY = "SecretKey"
 SIGNATURE = "Signature"
 SECURITY_TOKEN = "SecurityToken"
 STRICT_SIGNATURE = "StrictSignature"
