@@ -180,6 +180,52 @@ def test_lookups_with_equal_replies_share_one_template_counted_once() -> None:
         assert answer(cache, key, str(i).encode()) == reply_to(i, SerializeType.JSON, body)
 
 
+
+def test_a_template_rendered_for_another_width_is_still_shared() -> None:
+    cache = RouteReplies(Generations())
+    cache.refresh()
+    first, second = (header_key(request(1, topic=t))[0] for t in "AB")  # type: ignore[index]
+    cache.learn(first, b"1", reply_to(1, SerializeType.JSON))
+    assert answer(cache, first, b"123456") == reply_to(123456, SerializeType.JSON)
+    cache.learn(second, b"1", reply_to(1, SerializeType.JSON))
+    assert cache.templates[first] is cache.templates[second]
+    assert answer(cache, second, b"7") == reply_to(7, SerializeType.JSON)
+
+
+def test_replies_equal_after_the_opaque_but_not_before_are_two_templates() -> None:
+    """Replies with the same bytes after their opaques (remark, body) but another code."""
+    cache = RouteReplies(Generations(), max_bytes=2500)
+    cache.refresh()
+
+    def reply(code: int, opaque: int = 1) -> bytes:
+        req = RemotingCommand(code=105, opaque=opaque)
+        return encode_command(response_to(req, code, "same", body=b"b" * 600))
+
+    ok, missing = (header_key(request(1, topic=t))[0] for t in "AB")  # type: ignore[index]
+    cache.learn(ok, b"1", reply(ResponseCode.SUCCESS))
+    cache.learn(missing, b"1", reply(ResponseCode.TOPIC_NOT_EXIST))
+    assert cache.templates[ok] is not cache.templates[missing]
+    assert answer(cache, ok, b"5") == reply(ResponseCode.SUCCESS, 5)
+    assert answer(cache, missing, b"6") == reply(ResponseCode.TOPIC_NOT_EXIST, 6)
+    # the first is forgotten to make room; the second still answers, and a third key with
+    # the first's reply learns it again
+    cache.learn(header_key(request(1, topic="C"))[0], b"1",  # type: ignore[index]
+                reply_to(1, SerializeType.JSON, b"c" * 700))
+    assert ok not in cache.templates
+    assert answer(cache, missing, b"8") == reply(ResponseCode.TOPIC_NOT_EXIST, 8)
+    again = header_key(request(1, topic="D"))[0]  # type: ignore[index]
+    cache.learn(again, b"1", reply(ResponseCode.SUCCESS))
+    assert answer(cache, again, b"9") == reply(ResponseCode.SUCCESS, 9)
+    live = {id(t): t for t in cache.templates.values()}
+    assert cache.size == sum(map(len, cache.templates)) + sum(t.size for t in live.values())
+    # a template of its own forgotten leaves the shared one shared
+    cache.clear()
+    cache.learn(ok, b"1", reply(ResponseCode.SUCCESS))
+    cache.learn(missing, b"1", reply(ResponseCode.TOPIC_NOT_EXIST))
+    cache.forget(missing)
+    cache.learn(again, b"1", reply(ResponseCode.SUCCESS))
+    assert cache.templates[again] is cache.templates[ok]
+
 def test_a_shared_template_goes_with_the_last_key_that_uses_it() -> None:
     cache = RouteReplies(Generations(), max_bytes=3000)
     cache.refresh()

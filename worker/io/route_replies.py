@@ -90,32 +90,38 @@ class Template:
     the header bytes before the opaque, for an opaque of ``width`` bytes (the last length
     rendered); ``rest`` the header bytes after the opaque, then the body.
 
-    Lookups whose replies are equal but for the opaque share one template (``ident``): the
-    topics of a cluster whose brokers carry them all have the same route, so the replies a
-    worker reads from are few and stay in the CPU's caches."""
+    Lookups whose replies are equal but for the opaque share one template
+    (``RouteReplies.learn``): the topics of a cluster whose brokers carry them all have the
+    same route, so the replies a worker reads from are few and stay in the CPU's caches."""
 
-    __slots__ = ("code", "total", "word", "lead", "width", "rest", "ident", "uses")
+    __slots__ = ("code", "lead", "width", "rest", "uses")
 
     def __init__(self, code: int, total: int, word: int, head: bytes, rest: bytes) -> None:
-        self.code = code    # the reply's response code
-        self.total = total  # the reply's length word, but for the opaque's digits
-        self.word = word    # the reply's header word, but for the opaque's digits
+        """``total`` and ``word``: the reply's length word and header word, but for the
+        opaque's digits."""
+        self.code = code  # the reply's response code
         self.lead = _PREFIX.pack(total, word) + head
         self.width = 0
         self.rest = rest
-        self.ident = (self.lead, rest)  # the reply but for its opaque
         self.uses = 0  # keys of the cache that answer with it
 
     @property
     def size(self) -> int:
         return len(self.lead) + len(self.rest)
 
+    def same_reply(self, other: Template) -> bool:
+        """Whether the two replies are equal but for their opaques (the words of ``lead``
+        follow the opaque's width)."""
+        return self.rest == other.rest and self.lead[_PREFIX.size :] == other.lead[_PREFIX.size :]
+
     def put(self, out: list[bytes], digits: bytes) -> None:
         """Add to ``out`` the pieces of the reply to a request whose opaque, as sent, is
         ``digits``: the replies of a read are joined once, for one write."""
         n = len(digits)
         if n != self.width:
-            self.lead = _PREFIX.pack(self.total + n, self.word + n) + self.lead[_PREFIX.size :]
+            lead, grow = self.lead, n - self.width
+            total, word = _PREFIX.unpack_from(lead, 0)
+            self.lead = _PREFIX.pack(total + grow, word + grow) + lead[_PREFIX.size :]
             self.width = n
         out += self.lead, digits, self.rest
 
@@ -254,7 +260,10 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
         super().__init__(max_bytes, generation=None)
         self._read_generation = generation
         self._read_shared = shared
-        self._shared: dict[tuple[bytes, bytes], Template] = {}
+        # the templates keys share, by their own ``rest`` (a reply equal to one of them after
+        # the opaque but not before, another code with the same remark and body, keeps a
+        # template of its own)
+        self._shared: dict[bytes, Template] = {}
         self._siblings = Siblings(SIBLINGS_MAX_BYTES, None)
 
     @property
@@ -302,7 +311,9 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
         if t is None or len(key) + t.size > self.max_bytes:
             return
         self.make_room(len(key) + t.size)
-        t = self._shared.setdefault(t.ident, t)
+        held = self._shared.setdefault(t.rest, t)
+        if held.same_reply(t):
+            t = held
         self.add(key, t, len(key) if t.uses else len(key) + t.size)
         t.uses += 1
         if sibling is not None and t.code == ResponseCode.SUCCESS and \
@@ -314,5 +325,6 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
         self.size -= len(key)
         t.uses -= 1
         if not t.uses:
-            del self._shared[t.ident]
+            if self._shared.get(t.rest) is t:
+                del self._shared[t.rest]
             self.size -= t.size
