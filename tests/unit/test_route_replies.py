@@ -8,6 +8,7 @@ from cluster.core.protocol.codes import FLAG_ONEWAY, ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import encode_command
 from worker.io.route_replies import (
+    KEY_BYTES,
     RouteReplies,
     Template,
     header_key,
@@ -133,6 +134,12 @@ class Generations:
         return self.value
 
 
+def counted(cache: RouteReplies) -> int:
+    """The bytes the cache should count: every key, and every template once."""
+    live = {id(t): t for t in cache.templates.values()}
+    return sum(len(k) + KEY_BYTES for k in cache.templates) + sum(t.size for t in live.values())
+
+
 def answer(cache: RouteReplies, key: bytes, digits: bytes) -> bytes | None:
     t = cache.templates.get(key)
     return None if t is None else rendered(t, digits)
@@ -166,14 +173,14 @@ def test_the_cache_is_bounded_in_bytes() -> None:
 
 
 def test_lookups_with_equal_replies_share_one_template_counted_once() -> None:
-    cache = RouteReplies(Generations(), max_bytes=8000)
+    cache = RouteReplies(Generations(), max_bytes=12_000)
     cache.refresh()
     same, other = b"s" * 1000, b"o" * 1000
     keys = [header_key(request(1, topic=f"T{i}"))[0] for i in range(30)]  # type: ignore[index]
     for i, key in enumerate(keys):
         cache.learn(key, b"1", reply_to(1, SerializeType.JSON, other if i == 7 else same))
     assert len(cache.templates) == 30 and len({id(t) for t in cache.templates.values()}) == 2
-    assert cache.size == sum(map(len, keys)) + sum(
+    assert cache.size == counted(cache) == sum(map(len, keys)) + 30 * KEY_BYTES + sum(
         t.size for t in {id(t): t for t in cache.templates.values()}.values())
     for i, key in enumerate(keys):  # each still answers its own reply, with its own opaque
         body = other if i == 7 else same
@@ -216,8 +223,7 @@ def test_replies_equal_after_the_opaque_but_not_before_are_two_templates() -> No
     again = header_key(request(1, topic="D"))[0]  # type: ignore[index]
     cache.learn(again, b"1", reply(ResponseCode.SUCCESS))
     assert answer(cache, again, b"9") == reply(ResponseCode.SUCCESS, 9)
-    live = {id(t): t for t in cache.templates.values()}
-    assert cache.size == sum(map(len, cache.templates)) + sum(t.size for t in live.values())
+    assert cache.size == counted(cache)
     # a template of its own forgotten leaves the shared one shared
     cache.clear()
     cache.learn(ok, b"1", reply(ResponseCode.SUCCESS))
@@ -239,8 +245,7 @@ def test_a_shared_template_goes_with_the_last_key_that_uses_it() -> None:
         cache.learn(key, b"1", reply_to(1, SerializeType.JSON, bytes([66 + i]) * 1200))
         assert cache.size <= 3000
     assert first not in cache.templates and before > 0
-    live = {id(t): t for t in cache.templates.values()}
-    assert cache.size == sum(map(len, cache.templates)) + sum(t.size for t in live.values())
+    assert cache.size == counted(cache)
 
 
 class Shared:
@@ -319,8 +324,7 @@ def test_a_forgotten_template_is_not_shared_and_the_count_stays_right() -> None:
         cache.learn(key, b"1", reply_to(1, SerializeType.JSON, bytes([66 + i]) * 1200))
     assert not any(t.rest.endswith(b"a" * 1200) for t in cache.templates.values())
     assert derived(cache, "B", 3) is None
-    live = {id(t): t for t in cache.templates.values()}
-    assert cache.size == sum(map(len, cache.templates)) + sum(t.size for t in live.values())
+    assert cache.size == counted(cache)
 
 
 def test_the_shared_keys_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

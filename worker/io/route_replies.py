@@ -54,6 +54,11 @@ _INT32 = range(-(2**31), 2**31)
 _BINARY = int(SerializeType.ROCKETMQ)
 _CACHEABLE = (ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST)
 SIBLINGS_MAX_BYTES = 4 << 20  # the keys of templates shared between topics, per I/O worker
+# What the cache counts beyond the bytes of a key, and of a template: the objects that hold
+# them and their dictionary slots (measured on CPython 3.11), so that the bytes it counts
+# are about what the worker holds
+KEY_BYTES = 96
+TEMPLATE_BYTES = 192
 
 HeaderKey = bytes  # a request header without its opaque
 # A route request as the business pool decodes it, without its opaque, topic and signature:
@@ -107,7 +112,8 @@ class Template:
 
     @property
     def size(self) -> int:
-        return len(self.lead) + len(self.rest)
+        """What the template costs the cache (``TEMPLATE_BYTES`` included)."""
+        return len(self.lead) + len(self.rest) + TEMPLATE_BYTES
 
     def same_reply(self, other: Template) -> bool:
         """Whether the two replies are equal but for their opaques (the words of ``lead``
@@ -238,19 +244,21 @@ def template_of(reply: bytes) -> Template | None:
 
 
 class Siblings(GenerationCache[bytes | None, Sibling, Template]):
-    """The templates shared between topics, by ``Sibling``; a key costs its length."""
+    """The templates shared between topics, by ``Sibling``; a key costs its length and
+    ``KEY_BYTES``."""
 
     __slots__ = ()
 
     def cost_of(self, key: Sibling, value: Template) -> int:
-        return len(key[0]) + len(key[1])
+        return len(key[0]) + len(key[1]) + KEY_BYTES
 
 
 class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
     """Templates of one store generation (``worker.generation_cache``). A key costs its
-    length, a template its size once however many keys share it. ``shared`` reads the key
-    of a topic's route shared with other topics (``state.queries.shared_route``) in the
-    store at a generation, None when it is not that generation any more."""
+    length and ``KEY_BYTES``, a template its size once however many keys share it.
+    ``shared`` reads the key of a topic's route shared with other topics
+    (``state.queries.shared_route``) in the store at a generation, None when it is not that
+    generation any more."""
 
     __slots__ = ("_read_generation", "_read_shared", "_shared", "_siblings")
 
@@ -293,11 +301,11 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
         t = self._siblings.entries.get(sibling)
         if t is None:
             return None
-        self.make_room(len(key))
+        self.make_room(_key_cost(key))
         if not t.uses:  # its keys were all forgotten, or just now
             self._siblings.forget(sibling)
             return None
-        self.add(key, t, len(key))
+        self.add(key, t, _key_cost(key))
         t.uses += 1
         return t
 
@@ -308,13 +316,14 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
         if generation != self.generation or key in self.entries:
             return
         t = template_of(reply)
-        if t is None or len(key) + t.size > self.max_bytes:
+        cost = _key_cost(key)
+        if t is None or cost + t.size > self.max_bytes:
             return
-        self.make_room(len(key) + t.size)
+        self.make_room(cost + t.size)
         held = self._shared.setdefault(t.rest, t)
         if held.same_reply(t):
             t = held
-        self.add(key, t, len(key) if t.uses else len(key) + t.size)
+        self.add(key, t, cost if t.uses else cost + t.size)
         t.uses += 1
         if sibling is not None and t.code == ResponseCode.SUCCESS and \
                 sibling not in self._siblings.entries:
@@ -322,9 +331,13 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
 
     def forget(self, key: HeaderKey) -> None:
         t = self.entries.pop(key)
-        self.size -= len(key)
+        self.size -= _key_cost(key)
         t.uses -= 1
         if not t.uses:
             if self._shared.get(t.rest) is t:
                 del self._shared[t.rest]
             self.size -= t.size
+
+
+def _key_cost(key: HeaderKey) -> int:
+    return len(key) + KEY_BYTES
