@@ -99,6 +99,8 @@ def test_only_unusual_results_are_counted_alone() -> None:
     hub, conn, transport = connection([b"1"])
     conn.data_received(request("B", 5))
     assert hub.m.requests == {(105, 17, "client"): 1}
+    conn.data_received(b"".join((request("B", 6), request("A", 7), request("B", 8))))
+    assert hub.m.requests == {(105, 17, "client"): 3, (105, 0, "client"): 1}
 
 
 def test_a_new_generation_is_seen_by_the_next_chunk() -> None:

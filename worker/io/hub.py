@@ -230,8 +230,8 @@ class Hub:
         m.observe(ROUTE, took, n)
         if n > len(unusual):
             m.request(ROUTE, SUCCESS, n - len(unusual))
-        for code in unusual:
-            m.request(ROUTE, code)
+        for code in set(unusual):  # mostly none, else TOPIC_NOT_EXIST alone
+            m.request(ROUTE, code, unusual.count(code))
 
     def submit(self, conn_id: bytes, frame: bytes | memoryview, tag: Tag) -> None:
         """Queue a request for the pool; when the queues are full, the request they give
