@@ -187,7 +187,6 @@ def test_lookups_with_equal_replies_share_one_template_counted_once() -> None:
         assert answer(cache, key, str(i).encode()) == reply_to(i, SerializeType.JSON, body)
 
 
-
 def test_a_template_rendered_for_another_width_is_still_shared() -> None:
     cache = RouteReplies(Generations())
     cache.refresh()
@@ -231,6 +230,7 @@ def test_replies_equal_after_the_opaque_but_not_before_are_two_templates() -> No
     cache.forget(missing)
     cache.learn(again, b"1", reply(ResponseCode.SUCCESS))
     assert cache.templates[again] is cache.templates[ok]
+
 
 def test_a_shared_template_goes_with_the_last_key_that_uses_it() -> None:
     cache = RouteReplies(Generations(), max_bytes=3000)
