@@ -9,7 +9,7 @@ from cluster.core.protocol.codes import ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import encode_command
 from worker.frame_arena import FrameArena
-from worker.io.connection import Connection, IoConfig
+from worker.io.connection import READ_SIZE, TURN_BYTES, Connection, IoConfig
 from worker.io.hub import Hub
 from worker.io.route_replies import RouteReplies, header_key
 
@@ -157,3 +157,72 @@ def test_a_first_lookup_of_a_topic_sharing_a_learned_route_is_answered_here() ->
     assert transport.writes == [reply(7, ResponseCode.SUCCESS)]
     assert hub.m.counters["route_template_shared"] == 1
     assert hub.m.counters["route_template_misses"] == 2  # A, then D
+
+
+class TurnLoop(Loop):
+    """Keeps what is called soon, to run it as the loop's next turn would."""
+
+    def __init__(self) -> None:
+        self.soon: list[tuple[Any, tuple[Any, ...]]] = []
+
+    def call_soon(self, callback: Any, *args: Any) -> None:
+        self.soon.append((callback, args))
+
+    def next_turn(self) -> None:
+        ready, self.soon = self.soon, []
+        for callback, args in ready:
+            callback(*args)
+
+
+def turn_connection() -> tuple[Hub, Connection, PausingTransport, TurnLoop]:
+    loop, replies = TurnLoop(), RouteReplies(lambda: b"1")
+    hub = Hub(CFG, loop, None, replies)  # type: ignore[arg-type]
+    conn, transport = Connection(hub), PausingTransport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    replies.refresh()
+    key = header_key(request("A", 1)[4:])
+    assert key is not None
+    replies.learn(key[0], replies.generation, reply(1, ResponseCode.SUCCESS))
+    return hub, conn, transport, loop
+
+
+def test_a_read_of_a_turns_worth_of_requests_ends_the_connections_turn() -> None:
+    hub, conn, transport, loop = turn_connection()
+    few = b"".join(request("A", i) for i in range(1, 9))
+    conn.data_received(few)
+    assert not transport.paused and not loop.soon
+    many = b"".join(request("A", i) for i in range(1, TURN_BYTES // len(request("A", 1)) + 2))
+    assert len(many) >= TURN_BYTES
+    conn.data_received(many)
+    assert len(transport.writes) == 2  # every request of the read answered, in one write
+    assert transport.paused  # the others are read before this one again ...
+    loop.next_turn()
+    assert not transport.paused  # ... at the loop's next turn
+
+
+def test_flow_control_and_turns_resume_reading_only_when_both_allow() -> None:
+    hub, conn, transport, loop = turn_connection()
+    many = b"".join(request("A", i) for i in range(1, TURN_BYTES // 32))
+    conn.data_received(many)
+    conn.pause_writing()  # its replies cannot be written: reading must stay stopped
+    loop.next_turn()
+    assert transport.paused
+    conn.resume_writing()
+    assert not transport.paused
+    conn.data_received(many)
+    conn.pause_writing()
+    conn.resume_writing()  # replies flow again, but the turn is not over
+    assert transport.paused
+    loop.next_turn()
+    assert not transport.paused
+
+
+def test_a_long_frame_is_read_whole_a_stream_of_requests_a_turn_at_a_time() -> None:
+    hub, conn, transport, loop = turn_connection()
+    assert len(conn.get_buffer(-1)) == TURN_BYTES
+    big = encode_command(RemotingCommand(code=100, opaque=1, ext_fields={"namespace": "n"},
+                                         body=b"x" * (4 * TURN_BYTES)))
+    conn.data_received(big[:100])
+    assert len(conn.get_buffer(-1)) == READ_SIZE
+    conn.data_received(big[100 : len(big) - TURN_BYTES])
+    assert len(conn.get_buffer(-1)) == TURN_BYTES  # what is left of it fits in a turn

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("pynamesrv.io")
 
 READ_SIZE = 256 << 10  # bytes one read of a connection may bring
+# ... while it collects a frame longer than this; else a read brings at most this much, and
+# one that does and completes requests ends the connection's turn (``Connection._end_turn``)
+TURN_BYTES = 16 << 10
 # A frame of this many bytes or more (a registration's topic table) is read straight into
 # the message for the business pool once 1 / LARGE_SHARE of it is in: no join of its pieces,
 # no copy into a batch.
@@ -70,6 +73,10 @@ class Connection(asyncio.BufferedProtocol):
     the requests); with the unsent reply bytes it bounds what one peer can make the worker
     hold: above ``pending_max`` bytes or ``requests_max`` requests reading stops until half
     has drained. While its replies cannot be written, its queued requests wait unrun.
+
+    A peer that pipelines thousands of requests is read ``TURN_BYTES`` at a time, once per
+    turn of the event loop, as every other connection is: one client's backlog does not
+    keep the worker from the others' requests.
     """
 
     def __init__(self, hub: Hub, initial: bytes = b"") -> None:
@@ -88,6 +95,7 @@ class Connection(asyncio.BufferedProtocol):
         self.write_blocked_since: float | None = None  # replies cannot be written since then
         self.partial_since: float | None = None  # an incomplete frame started then
         self._reading = True
+        self._yielded = False  # reading stopped until the other connections had their turn
         self._large: bytearray | memoryview | None = None  # where a large frame is read
         self._large_at = 0  # where the frame starts in it
         self._large_in = 0  # how far it is filled
@@ -116,7 +124,8 @@ class Connection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._large is not None:
             return memoryview(self._large)[self._large_in :]
-        return self.hub.read_view
+        total, have = self.reader.collecting()
+        return self.hub.read_view if total - have > TURN_BYTES else self.hub.turn_view
 
     def buffer_updated(self, nbytes: int) -> None:
         large = self._large
@@ -152,6 +161,23 @@ class Connection(asyncio.BufferedProtocol):
         elif self.partial_since is None or frames:
             self.partial_since = now
         self.hub.on_frames(self, frames)
+        if frames and len(data) >= TURN_BYTES:
+            self._end_turn()
+
+    def _end_turn(self) -> None:
+        """Stop reading until the loop's next turn: this read brought a turn's worth of
+        requests and more may be waiting, and the other connections are read first."""
+        transport = self.transport
+        if transport is None or transport.is_closing() or self._yielded:
+            return
+        self._yielded = True
+        transport.pause_reading()
+        self.hub.loop.call_soon(self._next_turn)
+
+    def _next_turn(self) -> None:
+        self._yielded = False
+        if self._reading and self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
 
     def _through_prelude(self, data: bytes) -> bool:
         """Pass the first bytes through the PROXY protocol detection (``worker.io.proxy_protocol``);
@@ -257,7 +283,8 @@ class Connection(asyncio.BufferedProtocol):
         if want != self._reading:
             self._reading = want
             if want:
-                self.transport.resume_reading()
+                if not self._yielded:  # else it resumes at its next turn
+                    self.transport.resume_reading()
                 if self.partial_since is not None:  # its sender was not slow: we did not read
                     self.partial_since = self.hub.now()
             else:

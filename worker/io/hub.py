@@ -37,7 +37,7 @@ from cluster.core.protocol.frame import (
 from cluster.core.protocol.peek import peek_code, without_body
 from worker import limits, wire
 from worker.frame_arena import FrameArena
-from worker.io.connection import READ_SIZE, Connection, IoConfig
+from worker.io.connection import READ_SIZE, TURN_BYTES, Connection, IoConfig
 from worker.io.dispatch import ROUTE_CODE as ROUTE
 from worker.io.dispatch import Dispatcher, Peer
 from worker.io.go_away import go_away_reply
@@ -90,8 +90,10 @@ class Hub:
         self._prefix = f"{cfg.index}.{os.getpid()}.".encode()
         self.m = WorkerMetrics("io", cfg.index)
         self.pusher: Pusher | None = None
-        # Where every connection reads (one read at a time, consumed before the next).
+        # Where every connection reads (one read at a time, consumed before the next): all
+        # of it while a long frame comes, else its first TURN_BYTES.
         self.read_view = memoryview(bytearray(READ_SIZE))
+        self.turn_view = self.read_view[:TURN_BYTES]
         # Where connections whose next frame is large go (None: kept here).
         self.handoff: HandoffSender | None = None
         self.dialect = dialect_of(cfg.dialect)
