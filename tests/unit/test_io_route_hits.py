@@ -223,6 +223,10 @@ def test_a_long_frame_is_read_whole_a_stream_of_requests_a_turn_at_a_time() -> N
     big = encode_command(RemotingCommand(code=100, opaque=1, ext_fields={"namespace": "n"},
                                          body=b"x" * (4 * TURN_BYTES)))
     conn.data_received(big[:100])
-    assert len(conn.get_buffer(-1)) == READ_SIZE
+    assert len(conn.get_buffer(-1)) == len(big) - 100  # its rest, and nothing after it
     conn.data_received(big[100 : len(big) - TURN_BYTES])
     assert len(conn.get_buffer(-1)) == TURN_BYTES  # what is left of it fits in a turn
+    huge = encode_command(RemotingCommand(code=100, opaque=2, ext_fields={"namespace": "n"},
+                                          body=b"x" * (2 * READ_SIZE)))
+    conn.data_received(big[len(big) - TURN_BYTES :] + huge[:100])
+    assert len(conn.get_buffer(-1)) == READ_SIZE

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pynamesrv.io")
 
-READ_SIZE = 256 << 10  # bytes one read of a connection may bring
-# ... while it collects a frame longer than this; else a read brings at most this much, and
-# one that does and completes requests ends the connection's turn (``Connection._end_turn``)
+READ_SIZE = 256 << 10  # bytes one read of a connection may bring, of a frame's rest longer
+# than this; else a read brings at most this much, and one that does and completes requests
+# ends the connection's turn (``Connection._end_turn``)
 TURN_BYTES = 16 << 10
 # A frame of this many bytes or more (a registration's topic table) is read straight into
 # the message for the business pool once 1 / LARGE_SHARE of it is in: no join of its pieces,
@@ -125,7 +125,9 @@ class Connection(asyncio.BufferedProtocol):
         if self._large is not None:
             return memoryview(self._large)[self._large_in :]
         total, have = self.reader.collecting()
-        return self.hub.read_view if total - have > TURN_BYTES else self.hub.turn_view
+        left = total - have  # of a frame whose start is in; a long one's rest, and no more
+        return self.hub.read_view[: min(left, READ_SIZE)] if left > TURN_BYTES \
+            else self.hub.turn_view
 
     def buffer_updated(self, nbytes: int) -> None:
         large = self._large
