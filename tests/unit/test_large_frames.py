@@ -64,7 +64,7 @@ def test_a_frame_is_read_into_its_message_once_a_share_is_in(big: bytes) -> None
     hub, conn, _ = connection([b"1"])
     share = (len(big) - 4) // LARGE_SHARE
     conn.data_received(big[:share])
-    assert conn.get_buffer(-1) is hub.read_view  # not yet
+    assert conn.get_buffer(-1).obj is hub.read_view.obj  # not yet: the read buffer
     conn.data_received(big[share : share + 8])
     rest = conn.get_buffer(-1)
     assert rest.obj is not hub.read_view.obj
