@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pynamesrv.io")
 
-READ_SIZE = 256 << 10  # bytes one read of a connection may bring, of a frame's rest longer
-# than this; else a read brings at most this much, and one that does and completes requests
-# ends the connection's turn (``Connection._end_turn``)
-TURN_BYTES = 16 << 10
+READ_SIZE = 256 << 10  # the most one read of a connection brings: of a frame's rest longer
+# than TURN_BYTES, and nothing after it
+TURN_BYTES = 16 << 10  # else a read brings at most this; one that does and completes
+# requests ends the connection's turn (``Connection._end_turn``)
 # A frame of this many bytes or more (a registration's topic table) is read straight into
 # the message for the business pool once 1 / LARGE_SHARE of it is in: no join of its pieces,
 # no copy into a batch.

@@ -90,8 +90,8 @@ class Hub:
         self._prefix = f"{cfg.index}.{os.getpid()}.".encode()
         self.m = WorkerMetrics("io", cfg.index)
         self.pusher: Pusher | None = None
-        # Where every connection reads (one read at a time, consumed before the next): all
-        # of it while a long frame comes, else its first TURN_BYTES.
+        # Where every connection reads (one read at a time, consumed before the next): a long
+        # frame's rest, up to all of it; else its first TURN_BYTES.
         self.read_view = memoryview(bytearray(READ_SIZE))
         self.turn_view = self.read_view[:TURN_BYTES]
         # Where connections whose next frame is large go (None: kept here).
