@@ -65,11 +65,12 @@ def reply(opaque: int, code: int, stype: SerializeType = SerializeType.JSON) -> 
     return encode_command(response_to(req, code, remark, body=body))
 
 
-def connection(generation: list[bytes], arena: FrameArena | None = None
+def connection(generation: list[bytes], arena: FrameArena | None = None,
+               loop: Loop | None = None, transport: Transport | None = None
                ) -> tuple[Hub, Connection, Transport]:
     replies = RouteReplies(lambda: generation[0])
-    hub = Hub(CFG, Loop(), None, replies, arena)  # type: ignore[arg-type]
-    conn, transport = Connection(hub), Transport()
+    hub = Hub(CFG, loop or Loop(), None, replies, arena)  # type: ignore[arg-type]
+    conn, transport = Connection(hub), transport or Transport()
     conn.connection_made(transport)  # type: ignore[arg-type]
     replies.refresh()
     for topic, code, stype in (("A", ResponseCode.SUCCESS, SerializeType.JSON),
@@ -174,20 +175,14 @@ class TurnLoop(Loop):
             callback(*args)
 
 
-def turn_connection() -> tuple[Hub, Connection, PausingTransport, TurnLoop]:
-    loop, replies = TurnLoop(), RouteReplies(lambda: b"1")
-    hub = Hub(CFG, loop, None, replies)  # type: ignore[arg-type]
-    conn, transport = Connection(hub), PausingTransport()
-    conn.connection_made(transport)  # type: ignore[arg-type]
-    replies.refresh()
-    key = header_key(request("A", 1)[4:])
-    assert key is not None
-    replies.learn(key[0], replies.generation, reply(1, ResponseCode.SUCCESS))
-    return hub, conn, transport, loop
+def turn_connection() -> tuple[Connection, PausingTransport, TurnLoop]:
+    loop, transport = TurnLoop(), PausingTransport()
+    _, conn, _ = connection([b"1"], loop=loop, transport=transport)
+    return conn, transport, loop
 
 
 def test_a_read_of_a_turns_worth_of_requests_ends_the_connections_turn() -> None:
-    hub, conn, transport, loop = turn_connection()
+    conn, transport, loop = turn_connection()
     few = b"".join(request("A", i) for i in range(1, 9))
     conn.data_received(few)
     assert not transport.paused and not loop.soon
@@ -201,7 +196,7 @@ def test_a_read_of_a_turns_worth_of_requests_ends_the_connections_turn() -> None
 
 
 def test_flow_control_and_turns_resume_reading_only_when_both_allow() -> None:
-    hub, conn, transport, loop = turn_connection()
+    conn, transport, loop = turn_connection()
     many = b"".join(request("A", i) for i in range(1, TURN_BYTES // 32))
     conn.data_received(many)
     conn.pause_writing()  # its replies cannot be written: reading must stay stopped
@@ -218,7 +213,7 @@ def test_flow_control_and_turns_resume_reading_only_when_both_allow() -> None:
 
 
 def test_a_long_frame_is_read_whole_a_stream_of_requests_a_turn_at_a_time() -> None:
-    hub, conn, transport, loop = turn_connection()
+    conn, transport, loop = turn_connection()
     assert len(conn.get_buffer(-1)) == TURN_BYTES
     big = encode_command(RemotingCommand(code=100, opaque=1, ext_fields={"namespace": "n"},
                                          body=b"x" * (4 * TURN_BYTES)))
