@@ -39,6 +39,13 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[NodeProcess
         stop_all(started)
 
 
+def _interruptible() -> None:
+    """In the child before exec: Ctrl-C as at a terminal. A test run started in the
+    background of a script ignores SIGINT, and so would the watch (a program keeps an
+    inherited SIG_IGN)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _watch(nodes: list[NodeProcess], *extra: str) -> subprocess.CompletedProcess[str]:
     addrs = ";".join(n.addr for n in nodes)
     return subprocess.run([_exe(), "audit", "watch", "-n", addrs, "--interval", "500ms",
@@ -73,7 +80,7 @@ def test_watch_serves_the_divergence_gauges(nodes: list[NodeProcess], reaper: Re
     with open(tmp_path / "watch.log", "w") as log:
         proc = reaper.spawn([_exe(), "audit", "watch", "-n", addrs, "--interval", "500ms",
                              "--metrics", f"127.0.0.1:{port}"], stdout=log,
-                            stderr=subprocess.STDOUT)
+                            stderr=subprocess.STDOUT, preexec_fn=_interruptible)
 
         def gauges() -> dict[str, float] | None:
             try:
