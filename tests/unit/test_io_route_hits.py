@@ -8,6 +8,7 @@ from typing import Any
 from cluster.core.protocol.codes import ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import encode_command
+from tests.unit.test_route_replies import not_found
 from worker.frame_arena import FrameArena
 from worker.io.connection import READ_SIZE, TURN_BYTES, Connection, IoConfig
 from worker.io.hub import Hub
@@ -94,6 +95,18 @@ def test_a_chunk_of_hits_is_one_write_counted_by_result() -> None:
     assert hub.m.requests == {(105, 0, "client"): 3, (105, 17, "client"): 1}
     assert hub.m.counters["route_template_hits"] == 4
     assert sum(hub.m.latency[105].counts) == 4
+
+
+def test_missing_topics_are_answered_with_their_own_names() -> None:
+    hub, conn, transport = connection([b"1"])
+    names = ("Xy-1", "Zw-2", "Missing-topic-3")
+    for name in names:
+        key = header_key(request(name, 1)[4:])
+        assert key is not None
+        hub.replies.learn(key[0], hub.replies.generation, not_found(1, name))
+    conn.data_received(b"".join(request(name, 50 + i) for i, name in enumerate(names)))
+    assert transport.writes == [b"".join(not_found(50 + i, name) for i, name in enumerate(names))]
+    assert hub.m.requests == {(105, 17, "client"): 3}
 
 
 def test_only_unusual_results_are_counted_alone() -> None:

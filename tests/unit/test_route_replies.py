@@ -9,8 +9,10 @@ from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import encode_command
 from worker.io.route_replies import (
     KEY_BYTES,
+    TEMPLATE_BYTES,
     RouteReplies,
     Template,
+    TopicTemplate,
     header_key,
     route_request,
     template_of,
@@ -19,10 +21,11 @@ from worker.io.route_replies import (
 STYPES = (SerializeType.JSON, SerializeType.ROCKETMQ)
 
 
-def rendered(template: Template, digits: bytes) -> bytes:
-    """The reply a template gives a request whose opaque, as sent, is ``digits``."""
+def rendered(template: Template, digits: bytes, key: bytes = b"") -> bytes:
+    """The reply a template gives a request whose opaque, as sent, is ``digits`` (and
+    whose header key is ``key``)."""
     out: list[bytes] = []
-    template.put(out, digits)
+    template.put(out, digits, key)
     return b"".join(out)
 
 
@@ -142,7 +145,7 @@ def counted(cache: RouteReplies) -> int:
 
 def answer(cache: RouteReplies, key: bytes, digits: bytes) -> bytes | None:
     t = cache.templates.get(key)
-    return None if t is None else rendered(t, digits)
+    return None if t is None else rendered(t, digits, key)
 
 
 def test_a_template_serves_only_its_generation() -> None:
@@ -336,3 +339,87 @@ def test_the_shared_keys_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         assert cache._siblings.size <= 400
     learn_route(cache, "A")
     assert derived(cache, "B", 3) == reply_to(3, SerializeType.JSON)
+
+
+NOT_FOUND = ("No topic route info in name server for the topic: %s\n"
+             "See https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.")
+
+
+def not_found(opaque: int, topic: str, stype: SerializeType = SerializeType.JSON) -> bytes:
+    """A node's TOPIC_NOT_EXIST reply to a lookup of ``topic``: it names the topic."""
+    req = RemotingCommand(code=105, opaque=opaque, serialize_type=stype)
+    return encode_command(response_to(req, ResponseCode.TOPIC_NOT_EXIST, NOT_FOUND % topic,
+                                      body=None))
+
+
+def learn_missing(cache: RouteReplies, topic: str, stype: SerializeType = SerializeType.JSON,
+                  **ext: str) -> bytes:
+    key = header_key(request(1, topic=topic, stype=stype, **ext))[0]  # type: ignore[index]
+    cache.learn(key, cache.generation, not_found(1, topic, stype))
+    return key
+
+
+def answers_each_its_own(cache: RouteReplies, keys: dict[str, bytes],
+                         stype: SerializeType = SerializeType.JSON, **ext: str) -> None:
+    for topic, key in keys.items():
+        for opaque in (7, 123456, -1, 0):
+            frame = request(opaque, topic=topic, stype=stype, **ext)
+            assert header_key(frame) == (key, header_key(frame)[1])  # type: ignore[index]
+            got = answer(cache, key, header_key(frame)[1])  # type: ignore[index]
+            assert got == not_found(opaque, topic, stype), topic
+
+
+MISSING = ("Ab-1", "Cd_2", "Ef%3", "Gh|4", "A-much-longer-topic-name")
+
+
+def test_missing_topics_share_a_template_each_answered_with_its_own_name() -> None:
+    cache = RouteReplies(Generations())
+    cache.refresh()
+    keys = {topic: learn_missing(cache, topic) for topic in MISSING}
+    answers_each_its_own(cache, keys)
+    held = {id(t): t for t in cache.templates.values()}
+    # one per length of the name (the reply's length words hold it)
+    assert len(held) == 2 and all(type(t) is TopicTemplate for t in held.values())
+    assert cache.size == counted(cache)
+    # the keys, and two replies but for the names
+    assert cache.size < sum(len(k) + KEY_BYTES for k in keys.values()) + 2 * (
+        len(not_found(1, "")) + TEMPLATE_BYTES)
+
+
+@pytest.mark.parametrize(("topic", "ext"), [
+    ("JSON", {}),  # the name is in the reply twice ("serializeTypeCurrentRPC":"JSON")
+    ("Ab-1", {"note": 'a "quoted" word'}),  # an escape in the request's header
+    ("Ab-1", {"extra": '"topic":"Cd_2"'}),  # "topic" twice in it
+])
+def test_a_reply_not_read_around_its_name_keeps_a_template_of_its_own(
+        topic: str, ext: dict[str, str]) -> None:
+    cache = RouteReplies(Generations())
+    cache.refresh()
+    keys = {topic: learn_missing(cache, topic, **ext)}
+    answers_each_its_own(cache, keys, **ext)
+    assert type(cache.templates[keys[topic]]) is Template
+
+
+def test_binary_requests_keep_a_template_per_topic() -> None:
+    cache = RouteReplies(Generations())
+    cache.refresh()
+    keys = {topic: learn_missing(cache, topic, SerializeType.ROCKETMQ) for topic in MISSING[:2]}
+    answers_each_its_own(cache, keys, SerializeType.ROCKETMQ)
+    assert len({id(t) for t in cache.templates.values()}) == 2
+
+
+def test_a_shared_name_template_goes_with_the_last_key_that_uses_it() -> None:
+    cache = RouteReplies(Generations())
+    cache.refresh()
+    keys = {topic: learn_missing(cache, topic) for topic in MISSING[:4]}
+    first = cache.templates[keys["Ab-1"]]
+    for key in list(keys.values())[:3]:
+        cache.forget(key)
+        assert cache.size == counted(cache)
+    assert cache.templates[keys["Gh|4"]] is first
+    cache.forget(keys["Gh|4"])
+    assert cache.size == 0 and not cache.templates
+    again = {"Cd_2": learn_missing(cache, "Cd_2")}
+    assert cache.templates[again["Cd_2"]] is not first  # not the one let go
+    answers_each_its_own(cache, again)
+    assert cache.size == counted(cache)

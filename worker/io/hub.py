@@ -182,7 +182,7 @@ class Hub:
             if found is not None:
                 t = template(found[0])
                 if t is not None:
-                    t.put(out, found[1])
+                    t.put(out, found[1], found[0])
                     hits += 1
                     if t.code != ok:
                         unusual.append(t.code)
@@ -193,7 +193,7 @@ class Hub:
                     sibling = replies.sibling(*ask)
                     t = None if sibling is None else replies.derive(found[0], sibling)
                     if t is not None:  # a topic of the same route was learned
-                        t.put(out, found[1])
+                        t.put(out, found[1], found[0])
                         hits += 1
                         self.m.add("route_template_shared")
                         continue

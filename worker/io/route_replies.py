@@ -22,7 +22,9 @@ queue datas, nothing of the topic's own in its route) and the two requests read 
 same but for topic, opaque and signature, as the business pool decodes them (``Shape``;
 a signature is part of an answer only while reads are checked, and then nothing is
 shared). Only
-SUCCESS templates are shared: a TOPIC_NOT_EXIST reply names its topic.
+SUCCESS templates are shared so: a TOPIC_NOT_EXIST reply names its topic. Learned lookups of
+missing topics share a ``TopicTemplate`` instead, which renders each reply with the name its
+own key holds.
 
 Pure logic: the readers of the generation and of a topic's shared route are passed in.
 """
@@ -115,21 +117,79 @@ class Template:
         """What the template costs the cache (``TEMPLATE_BYTES`` included)."""
         return len(self.lead) + len(self.rest) + TEMPLATE_BYTES
 
+    @property
+    def share_key(self) -> bytes | tuple[bytes, ...]:
+        """What keys answered with this template share it by (``RouteReplies.learn``)."""
+        return self.rest
+
     def same_reply(self, other: Template) -> bool:
         """Whether the two replies are equal but for their opaques (the words of ``lead``
         follow the opaque's width)."""
         return self.rest == other.rest and self.lead[_PREFIX.size :] == other.lead[_PREFIX.size :]
 
-    def put(self, out: list[bytes], digits: bytes) -> None:
-        """Add to ``out`` the pieces of the reply to a request whose opaque, as sent, is
-        ``digits``: the replies of a read are joined once, for one write."""
+    def fit(self, digits: bytes) -> None:
+        """Make ``lead`` the one for an opaque of ``digits``' width."""
         n = len(digits)
         if n != self.width:
             lead, grow = self.lead, n - self.width
             total, word = _PREFIX.unpack_from(lead, 0)
             self.lead = _PREFIX.pack(total + grow, word + grow) + lead[_PREFIX.size :]
             self.width = n
+
+    def put(self, out: list[bytes], digits: bytes, key: HeaderKey = b"") -> None:
+        """Add to ``out`` the pieces of the reply to a request whose opaque, as sent, is
+        ``digits`` (and whose ``header_key`` is ``key``): the replies of a read are joined
+        once, for one write."""
+        if len(digits) != self.width:
+            self.fit(digits)
         out += self.lead, digits, self.rest
+
+
+class TopicTemplate(Template):
+    """A reply that names the request's topic (TOPIC_NOT_EXIST: "No topic route info in
+    name server for the topic: T ..."), kept once for the lookups of every topic whose reply
+    reads the same around the name: ``head``, the name as the request's key holds it at
+    ``[start : len(key) - end]``, ``tail``. A key is answered with one only when that
+    rendering is its own reply, byte for byte (``topic_template``); so a missing topic costs
+    the worker its key, not a reply of its own."""
+
+    __slots__ = ("head", "tail", "start", "end", "ident")
+
+    def __init__(self, t: Template, head: bytes, tail: bytes, start: int, end: int) -> None:
+        self.code, self.lead, self.width, self.rest, self.uses = t.code, t.lead, 0, b"", 0
+        self.head, self.tail, self.start, self.end = head, tail, start, end
+        self.ident = (t.lead, head, tail, b"%d,%d" % (start, end))
+
+    @property
+    def size(self) -> int:
+        return len(self.lead) + len(self.head) + len(self.tail) + TEMPLATE_BYTES
+
+    @property
+    def share_key(self) -> bytes | tuple[bytes, ...]:
+        return self.ident
+
+    def put(self, out: list[bytes], digits: bytes, key: HeaderKey = b"") -> None:
+        if len(digits) != self.width:
+            self.fit(digits)
+        out += self.lead, digits, self.head, key[self.start : len(key) - self.end], self.tail
+
+
+def topic_template(key: HeaderKey, t: Template) -> TopicTemplate | None:
+    """``t``, the TOPIC_NOT_EXIST reply to the request whose ``header_key`` is ``key``, as
+    a ``TopicTemplate`` when its ``rest`` holds the request's topic once (a JSON header
+    naming one valid topic, with no escape: ``_topic_span``), else None. ``t`` must be
+    fitted to no opaque (``width`` 0: ``template_of``'s)."""
+    if t.code != ResponseCode.TOPIC_NOT_EXIST or t.width or key[:1] != b"{":
+        return None
+    span = _topic_span(key)
+    if span is None:
+        return None
+    start, stop = span
+    topic = key[start:stop]
+    at = t.rest.find(topic)
+    if at < 0 or t.rest.find(topic, at + 1) >= 0:
+        return None
+    return TopicTemplate(t, t.rest[:at], t.rest[at + len(topic) :], start, len(key) - stop)
 
 
 def route_request(frame: bytes, fastjson2: bool = False) -> tuple[str, Shape] | None:
@@ -209,14 +269,23 @@ class RequestShapes:
 def _topic_slot(frame: bytes, key: HeaderKey) -> tuple[bytes, str] | None:
     """(layout, topic) of a JSON header without a body whose one ``"topic"`` is followed by
     a valid topic name, else None."""
-    if frame[0] != SerializeType.JSON or b"\\" in key or key.count(_TOPIC_KEY) != 1 or \
+    if frame[0] != SerializeType.JSON or \
             len(frame) != 4 + (_WORD.unpack_from(frame, 0)[0] & _HLEN):
         return None
-    m = _TOPIC_SLOT.search(key)
-    if m is None:
+    span = _topic_span(key)
+    if span is None:
         return None
-    start, stop = m.span(1)
-    return key[:start] + key[stop:], m[1].decode("ascii")
+    start, stop = span
+    return key[:start] + key[stop:], key[start:stop].decode("ascii")
+
+
+def _topic_span(key: HeaderKey) -> tuple[int, int] | None:
+    """Where in a header key with no backslash the valid topic name after its one
+    ``"topic"`` lies, else None."""
+    if b"\\" in key or key.count(_TOPIC_KEY) != 1:
+        return None
+    m = _TOPIC_SLOT.search(key)
+    return None if m is None else m.span(1)
 
 
 def template_of(reply: bytes) -> Template | None:
@@ -268,10 +337,10 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
         super().__init__(max_bytes, generation=None)
         self._read_generation = generation
         self._read_shared = shared
-        # the templates keys share, by their own ``rest`` (a reply equal to one of them after
-        # the opaque but not before, another code with the same remark and body, keeps a
-        # template of its own)
-        self._shared: dict[bytes, Template] = {}
+        # the templates keys share, by their ``share_key``: a template's own ``rest`` (a reply
+        # equal to one of them after the opaque but not before, another code with the same
+        # remark and body, keeps a template of its own), a TopicTemplate's ``ident``
+        self._shared: dict[bytes | tuple[bytes, ...], Template] = {}
         self._siblings = Siblings(SIBLINGS_MAX_BYTES, None)
 
     @property
@@ -320,22 +389,30 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
         if t is None or cost + t.size > self.max_bytes:
             return
         self.make_room(cost + t.size)
-        held = self._shared.setdefault(t.rest, t)
-        if held.same_reply(t):
-            t = held
+        t = self._held(key, t)
         self.add(key, t, cost if t.uses else cost + t.size)
         t.uses += 1
         if sibling is not None and t.code == ResponseCode.SUCCESS and \
                 sibling not in self._siblings.entries:
             self._siblings.add(sibling, t, self._siblings.cost_of(sibling, t))
 
+    def _held(self, key: HeaderKey, t: Template) -> Template:
+        """The template the cache holds for ``t``, the reply to ``key``: one whose replies are
+        ``t``'s but for the opaque, or the one of the replies naming their topics as ``t``
+        does (``topic_template``); else ``t`` itself, kept for the next."""
+        named = topic_template(key, t)
+        if named is not None:
+            return self._shared.setdefault(named.ident, named)
+        held = self._shared.setdefault(t.rest, t)
+        return held if held.same_reply(t) else t
+
     def forget(self, key: HeaderKey) -> None:
         t = self.entries.pop(key)
         self.size -= _key_cost(key)
         t.uses -= 1
         if not t.uses:
-            if self._shared.get(t.rest) is t:
-                del self._shared[t.rest]
+            if self._shared.get(t.share_key) is t:
+                del self._shared[t.share_key]
             self.size -= t.size
 
 
