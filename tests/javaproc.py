@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from cluster.peers import java as peers_java
 from cluster.peers.catalog import release
-from tests.nodeproc import PYNAMESRV, free_port, poll_until
+from tests.nodeproc import PYNAMESRV, poll_until
 
 RELEASE_4 = "4.9"
 RELEASE_5 = "5.5"
@@ -96,7 +97,7 @@ class JavaNamesrv(JavaProcess):
 
     def __init__(self, workdir: Path, port: int | None = None, heap: str = "256m",
                  release: str = RELEASE_4, props: dict[str, str] | None = None) -> None:
-        self.port = port or free_port()
+        self.port = port or free_late_port()
         self.release = release
         argv = [PYNAMESRV, "peer", "namesrv", "--release", release, "--port", str(self.port),
                 "--dir", str(workdir), "--heap", heap, *_sets(props)]
@@ -170,20 +171,49 @@ def port_is_free(port: int) -> bool:
 
 
 def free_broker_port(taken: set[int], timeout: float = 10.0) -> int:
-    """A listen port P for ``JavaBroker``: P, P-2 and P+1 free and not in ``taken``.
+    """A listen port P for ``JavaBroker``: P, P-2 and P+1 free and not in ``taken``
+    (``late_ports``; a broker binds P+1, its HA port, only once its store is loaded).
 
     The three ports are added to ``taken``, so brokers of one test never share one.
     """
+    choices = late_ports()
 
     def pick() -> int:
-        port = free_port()
+        port = random.choice(choices)
         group = {port, port - 2, port + 1}
-        if port < 1026 or group & taken or not all(port_is_free(p) for p in group):
+        if group & taken or not all(port_is_free(p) for p in group):
             return 0
         taken.update(group)
         return port
 
     return poll_until(pick, timeout=timeout, what="three free ports P, P-2, P+1 for a broker")
+
+
+def free_late_port() -> int:
+    """A free port from ``late_ports``, for a server that binds it seconds after start."""
+    choices = late_ports()
+
+    def pick() -> int:
+        port = random.choice(choices)
+        return port if port_is_free(port) else 0
+
+    return poll_until(pick, what="a free port")
+
+
+def late_ports() -> range:
+    """Ports for servers that bind them seconds after they were picked (a JVM that boots
+    first): outside the kernel's range of ports for outgoing connections
+    (``ip_local_port_range``), any of which a connection on the machine could be handed
+    meanwhile; P, P-2 and P+1 all outside it."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32_768, 60_999
+    below = range(LATE_PORTS_FROM, low - 1)
+    return below if len(below) >= 1000 else range(max(high + 1, 1026) + 2, 65_535)
+
+
+LATE_PORTS_FROM = 10_002
 
 
 def terminate(java: JavaProcess, timeout: float = 60.0) -> int:
