@@ -176,28 +176,27 @@ def free_broker_port(taken: set[int], timeout: float = 10.0) -> int:
 
     The three ports are added to ``taken``, so brokers of one test never share one.
     """
+    return _free_late((0, -2, 1), taken, timeout)
+
+
+def free_late_port() -> int:
+    """A free port from ``late_ports``, for a server that binds it seconds after start."""
+    return _free_late((0,), set(), 10.0)
+
+
+def _free_late(offsets: tuple[int, ...], taken: set[int], timeout: float) -> int:
+    """A port P of ``late_ports`` with P + each offset free and not in ``taken`` (added)."""
     choices = late_ports()
 
     def pick() -> int:
         port = random.choice(choices)
-        group = {port, port - 2, port + 1}
+        group = {port + d for d in offsets}
         if group & taken or not all(port_is_free(p) for p in group):
             return 0
         taken.update(group)
         return port
 
-    return poll_until(pick, timeout=timeout, what="three free ports P, P-2, P+1 for a broker")
-
-
-def free_late_port() -> int:
-    """A free port from ``late_ports``, for a server that binds it seconds after start."""
-    choices = late_ports()
-
-    def pick() -> int:
-        port = random.choice(choices)
-        return port if port_is_free(port) else 0
-
-    return poll_until(pick, what="a free port")
+    return poll_until(pick, timeout=timeout, what=f"a free port P with P + {offsets} free")
 
 
 def late_ports() -> range:
