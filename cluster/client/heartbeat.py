@@ -69,7 +69,8 @@ class NodeStats:
 
 @dataclass(slots=True)
 class HeartbeatState:
-    """What the loop knows: per-node stats, retry times, registrations in flight."""
+    """What the loop knows: per-node stats (every node from the start), retry times,
+    registrations in flight."""
 
     stats: dict[str, NodeStats] = field(default_factory=dict)
     retry_at: dict[str, float] = field(default_factory=dict)
@@ -115,7 +116,7 @@ class HeartbeatLoop:
         self.data_version_fn = data_version_fn
         self.oneway = oneway
         self.on_outcome = on_outcome
-        self.state = HeartbeatState()
+        self.state = HeartbeatState(stats={a: NodeStats() for a in api.addrs})
         self._future: concurrent.futures.Future[None] | None = None
         self._main: asyncio.Task[Any] | None = None
         self._next_full = 0.0

@@ -144,8 +144,9 @@ def test_heartbeat_re_registers_a_restarted_node_within_one_period(cluster3: Clu
                            retry_interval=0.2)
         hb.start()
         try:
-            poll_until(lambda: all(_has_broker(a) for a in cluster3.addrs), 10.0,
-                       what="first registration on every node")
+            # the nodes hold the broker before the loop has read every node's reply
+            poll_until(lambda: all(hb.state.stats[a].ok and _has_broker(a) for a in cluster3.addrs),
+                       10.0, what="first registration on every node")
             cluster3.kill(1)
             back = cluster3.addrs[1]
             poll_until(lambda: hb.state.stats[back].failed > 0, 10.0, what="failure seen")

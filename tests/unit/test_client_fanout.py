@@ -17,7 +17,7 @@ from cluster.client.fanout import (
     RegisterPayload,
     Status,
 )
-from cluster.client.heartbeat import HeartbeatLoop, clamp_period
+from cluster.client.heartbeat import HeartbeatLoop, NodeStats, clamp_period
 from cluster.core.protocol.codes import RequestCode
 from cluster.core.protocol.command import RemotingCommand
 from tests.nodeproc import poll_until
@@ -165,6 +165,14 @@ def test_period_clamp() -> None:
     assert clamp_period(0.05, 0.2, 60.0) == 0.2
 
 
+def test_heartbeat_stats_name_every_node_before_the_first_reply() -> None:
+    addrs = ["127.0.0.1:1", "127.0.0.1:2"]
+    with _api(*addrs) as api:
+        hb = HeartbeatLoop(api, WHO, _payload)
+        assert list(hb.state.stats) == addrs
+        assert all(s == NodeStats() for s in hb.state.stats.values())
+
+
 def test_heartbeat_registers_a_node_as_soon_as_it_is_back(
         servers: Callable[..., FakeNameServer]) -> None:
     up = servers(lambda c: reply())
@@ -175,7 +183,7 @@ def test_heartbeat_registers_a_node_as_soon_as_it_is_back(
                            retry_interval=0.1)
         hb.start()
         try:
-            poll_until(lambda: hb.state.stats.get(late_addr) and hb.state.stats[late_addr].failed)
+            poll_until(lambda: hb.state.stats[late_addr].failed)
             late = servers(lambda c: reply(), port)
             poll_until(lambda: late.requests, timeout=2.0)
             poll_until(lambda: hb.state.stats[late_addr].ok >= 1)
@@ -197,8 +205,7 @@ def test_heartbeat_skips_registration_when_nothing_changed(
                            force_register=False, data_version_fn=lambda: DV)
         hb.start()
         try:
-            poll_until(lambda: srv.addr in hb.state.stats
-                       and hb.state.stats[srv.addr].skipped >= 2)
+            poll_until(lambda: hb.state.stats[srv.addr].skipped >= 2)
         finally:
             hb.stop()
     codes = [r.code for r in srv.requests]
