@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cluster.core.procs import exit_with_parent, set_process_name
+from worker.heap import keep_heap
 
 _LEN = struct.Struct(">I")
 Target = Callable[[Any], None]
@@ -129,6 +130,7 @@ def _serve(requests: int, replies: int, targets: dict[str, Target],
     try:
         exit_with_parent(parent=parent)
         set_process_name("pns-zygote")
+        keep_heap()  # for every worker forked from here
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         wake_r, wake_w = os.pipe()
