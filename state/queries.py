@@ -12,7 +12,12 @@ from typing import Any
 
 import orjson
 
-from cluster.core.javaorder import concurrent_capacity, concurrent_order, hashmap_order
+from cluster.core.javaorder import (
+    concurrent_capacity,
+    concurrent_order,
+    hashmap_order,
+    java_hash,
+)
 from state import live, nsconfig
 from state.route import public_broker_data
 from state.store import Txn
@@ -170,15 +175,20 @@ def cluster_info(t: Txn) -> tuple[dict[str, Any], dict[str, list[str]]]:
 TOPIC_TABLE_BINS = concurrent_capacity(1024)
 
 
-def _topic_list(topics: Iterable[str], five: bool) -> list[str]:
-    """`topics` (in topicQueueTable's order) in the order Java's TopicList prints them."""
-    return concurrent_order(topics) if five else hashmap_order(dict.fromkeys(topics))
+def _topic_list(topics: Iterable[str], five: bool, spreads: dict[str, int] | None = None
+                ) -> list[str]:
+    """`topics` (in topicQueueTable's order) in the order Java's TopicList prints them;
+    ``spreads`` as :func:`_table_order` filled it for them."""
+    return concurrent_order(topics, spreads=spreads) if five \
+        else hashmap_order(dict.fromkeys(topics), java_hash)
 
 
-def _table_order(topics: list[str], five: bool) -> list[str]:
+def _table_order(topics: list[str], five: bool, spreads: dict[str, int] | None = None
+                 ) -> list[str]:
     """`topics` (in key order) in topicQueueTable's iteration order (5.x; 4.9: key order,
-    which the TopicList's HashSet reorders anyway)."""
-    return concurrent_order(topics, TOPIC_TABLE_BINS) if five else topics
+    which the TopicList's HashSet reorders anyway). Their hashes go into ``spreads``, for
+    the TopicList made of them next."""
+    return concurrent_order(topics, TOPIC_TABLE_BINS, spreads) if five else topics
 
 
 def _topic_table(t: Txn, five: bool) -> list[tuple[str, Any]]:
@@ -188,7 +198,9 @@ def _topic_table(t: Txn, five: bool) -> list[tuple[str, Any]]:
 
 
 def all_topics(t: Txn, five: bool = False) -> list[str]:
-    return _topic_list(_table_order([topic for topic, _ in t.items_raw("topic")], five), five)
+    spreads: dict[str, int] = {}
+    topics = [topic for topic, _ in t.items_raw("topic")]
+    return _topic_list(_table_order(topics, five, spreads), five, spreads)
 
 
 def topics_by_cluster(t: Txn, cluster: str, five: bool = False) -> list[str]:
@@ -209,9 +221,10 @@ def topics_by_cluster(t: Txn, cluster: str, five: bool = False) -> list[str]:
         r = ranks[raw]
         if r is not None:
             first[topic] = r
-    adds = sorted((topic for topic in _table_order(topics, five) if topic in first),
+    spreads: dict[str, int] = {}
+    adds = sorted((topic for topic in _table_order(topics, five, spreads) if topic in first),
                   key=first.__getitem__)
-    return _topic_list(adds, five)
+    return _topic_list(adds, five, spreads)
 
 
 def system_topics(t: Txn, five: bool = False) -> tuple[list[str], str | None]:

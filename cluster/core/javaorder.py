@@ -18,15 +18,22 @@ from typing import TypeVar
 K = TypeVar("K")
 
 _MAX_TABLE = 1 << 30
-HASHES_KEPT = 1 << 18  # names whose hash is remembered (the topics of a big cluster fit)
+# Names whose hash is remembered: the brokers and clusters a route or a table lists, ordered
+# again and again. A topic list's hundred thousand topics are hashed once a list and not
+# kept (remembered, they held 40 MB in each worker that lists them).
+NAMES_KEPT = 4096
 # java.util.Properties() is a ConcurrentHashMap(8): 16 bins (Java 9 and later).
 _DEFAULT_BINS = 16
 
 
-@lru_cache(maxsize=HASHES_KEPT)
+@lru_cache(maxsize=NAMES_KEPT)
 def string_hash(s: str) -> int:
-    """`java.lang.String.hashCode()` as a signed 32-bit value over UTF-16 code units
-    (remembered: the same topic names are ordered again and again)."""
+    """:func:`java_hash`, remembered."""
+    return java_hash(s)
+
+
+def java_hash(s: str) -> int:
+    """`java.lang.String.hashCode()` as a signed 32-bit value over UTF-16 code units."""
     units: Iterable[int]
     if s.isascii():  # one UTF-16 code unit per character
         units = s.encode("ascii")
@@ -84,9 +91,9 @@ def java_sorted(names: Iterable[str]) -> list[str]:
 # ------------------------------------------------------- ConcurrentHashMap, Properties
 
 
-@lru_cache(maxsize=HASHES_KEPT)
-def _chm_spread(key: str) -> int:
-    return _spread(string_hash(key)) & 0x7FFFFFFF
+def chm_spread(key: str) -> int:
+    """Where a ConcurrentHashMap puts `key`: its hash spread, masked by the table."""
+    return _spread(java_hash(key)) & 0x7FFFFFFF
 
 
 class ConcurrentKeys:
@@ -97,21 +104,29 @@ class ConcurrentKeys:
     load splits each chain as `ConcurrentHashMap.transfer` does.
     """
 
-    def __init__(self, bins: int = _DEFAULT_BINS) -> None:
+    def __init__(self, bins: int = _DEFAULT_BINS, spreads: dict[str, int] | None = None
+                 ) -> None:
         self.bins: list[list[str] | None] = [None] * bins  # None: an empty bin
         self.count = 0
+        # each key's chm_spread, read again at each growth; orderings of the same keys may
+        # share it
+        self._spreads = {} if spreads is None else spreads
 
     @classmethod
-    def of(cls, keys: Iterable[str], bins: int = _DEFAULT_BINS) -> ConcurrentKeys:
-        props = cls(bins)
+    def of(cls, keys: Iterable[str], bins: int = _DEFAULT_BINS,
+           spreads: dict[str, int] | None = None) -> ConcurrentKeys:
+        props = cls(bins, spreads)
         for key in keys:
             props.put(key)
         return props
 
     def put(self, key: str) -> None:
+        spread = self._spreads.get(key)
+        if spread is None:
+            spread = self._spreads[key] = chm_spread(key)
         bins = self.bins
         n = len(bins)
-        at = _chm_spread(key) & (n - 1)
+        at = spread & (n - 1)
         chain = bins[at]
         if chain is None:
             bins[at] = [key]
@@ -125,17 +140,23 @@ class ConcurrentKeys:
 
     def _grow(self) -> None:
         n = len(self.bins)
+        spreads = self._spreads
         grown: list[list[str] | None] = [None] * (2 * n)
         for i, chain in enumerate(self.bins):
-            if chain is not None:
-                grown[i], grown[i + n] = _split(chain, n)
+            if chain is None:
+                continue
+            if len(chain) == 1:  # most chains: the key moves as it is
+                grown[i + n if spreads[chain[0]] & n else i] = chain
+            else:
+                grown[i], grown[i + n] = _split(chain, n, spreads)
         self.bins = grown
 
     def ordered(self) -> list[str]:
         return [k for chain in self.bins if chain is not None for k in chain]
 
 
-def _split(chain: list[str], n: int) -> tuple[list[str] | None, list[str] | None]:
+def _split(chain: list[str], n: int, spreads: dict[str, int]
+           ) -> tuple[list[str] | None, list[str] | None]:
     """One chain moved to a table of 2n bins: (stays at i, moves to i + n), None for a
     side that gets no key.
 
@@ -143,7 +164,7 @@ def _split(chain: list[str], n: int) -> tuple[list[str] | None, list[str] | None
     put at the head of its side's chain. A chain bound whole for one side (most chains
     hold one key) is that run: it moves as it is.
     """
-    bits = [_chm_spread(k) & n for k in chain]
+    bits = [spreads[k] & n for k in chain]
     last = len(chain) - 1
     while last > 0 and bits[last - 1] == bits[last]:
         last -= 1
@@ -172,7 +193,9 @@ def concurrent_capacity(initial: int) -> int:
     return size
 
 
-def concurrent_order(keys: Iterable[str], bins: int = _DEFAULT_BINS) -> list[str]:
+def concurrent_order(keys: Iterable[str], bins: int = _DEFAULT_BINS,
+                     spreads: dict[str, int] | None = None) -> list[str]:
     """``keys``, put in this order into a `ConcurrentHashMap` of ``bins`` bins, in the order
-    it iterates them."""
-    return ConcurrentKeys.of(keys, bins).ordered()
+    it iterates them; ``spreads`` (filled as keys are hashed) may be shared by orderings of
+    the same keys."""
+    return ConcurrentKeys.of(keys, bins, spreads).ordered()

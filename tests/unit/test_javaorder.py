@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import random
+import tracemalloc
 
 import pytest
 
-from cluster.core.javaorder import ConcurrentKeys, _chm_spread, concurrent_order
+from cluster.core import javaorder
+from cluster.core.javaorder import (
+    ConcurrentKeys,
+    chm_spread,
+    concurrent_order,
+    hashmap_order,
+    java_hash,
+)
 
 
 class ModelKeys:
@@ -20,7 +28,7 @@ class ModelKeys:
 
     def put(self, key: str) -> None:
         n = len(self.bins)
-        chain = self.bins[_chm_spread(key) & (n - 1)]
+        chain = self.bins[chm_spread(key) & (n - 1)]
         if key in chain:
             return
         chain.append(key)
@@ -28,7 +36,7 @@ class ModelKeys:
         if self.count >= n - (n >> 2):
             grown: list[list[str]] = [[] for _ in range(2 * n)]
             for i, old in enumerate(self.bins):
-                bits = [_chm_spread(k) & n for k in old]
+                bits = [chm_spread(k) & n for k in old]
                 last = len(old) - 1
                 while last > 0 and bits[last - 1] == bits[last]:
                     last -= 1
@@ -62,3 +70,31 @@ def test_the_order_is_the_models(seed: int) -> None:
 
 def test_an_empty_map_iterates_nothing() -> None:
     assert concurrent_order([]) == [] and ConcurrentKeys(4).ordered() == []
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_orderings_sharing_their_hashes_order_alike(seed: int) -> None:
+    rnd = random.Random(seed)
+    names = [f"T{rnd.randrange(5000)}" for _ in range(rnd.randrange(1, 3000))]
+    spreads: dict[str, int] = {}
+    table = concurrent_order(names, 2048, spreads)
+    assert spreads == {name: chm_spread(name) for name in names}
+    # the second ordering reads the first's hashes: a wrong one would move its key
+    assert concurrent_order(table, spreads=spreads) == concurrent_order(table)
+
+
+def test_ordering_a_big_list_keeps_nothing_of_it() -> None:
+    names = [f"BenchTopic-{i}" for i in range(10_000)]
+    only_here = [tracemalloc.Filter(True, javaorder.__file__)]  # not the test runner's
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot().filter_traces(only_here)
+        ordered = concurrent_order(concurrent_order(names, 2048))
+        listed = hashmap_order(dict.fromkeys(names), java_hash)
+        assert len(ordered) == len(listed) == len(names)
+        del ordered, listed
+        after = tracemalloc.take_snapshot().filter_traces(only_here)
+    finally:
+        tracemalloc.stop()
+    kept = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+    assert kept < 64 << 10  # a remembered hash of each name held about 1 MB
