@@ -4,7 +4,7 @@ With glibc's defaults a block freed from the heap's top is given back to the ker
 more than twice the last large block lies free there, and the next large block is
 faulted in page by page, zeroed, all over again. A worker handling a few 2 MB topic lists
 or registrations at once then spends half its time in page faults (the I/O worker of
-``e-all-topics`` took 1.2 million a run, 740 a list). Blocks of up to ``HEAP_BLOCK_MAX``
+``e-all-topics`` took 1.3 million a run, 770 a list). Blocks of up to ``HEAP_BLOCK_MAX``
 therefore come from the heap, and only more than ``TRIM_ABOVE`` free at its top goes
 back: a worker keeps at most that much it does not use.
 """
