@@ -161,8 +161,8 @@ def _split(chain: list[str], n: int, spreads: dict[str, int]
     side that gets no key.
 
     The tail run of keys bound for one side keeps its order; each key before it is
-    put at the head of its side's chain. A chain bound whole for one side (most chains
-    hold one key) is that run: it moves as it is.
+    put at the head of its side's chain. A chain bound whole for one side is that run:
+    it moves as it is.
     """
     bits = [spreads[k] & n for k in chain]
     last = len(chain) - 1
