@@ -25,8 +25,8 @@ def churn() -> int:
 
 
 def _in_fresh_interpreter(keep: bool) -> int:
-    code = ("from worker.heap import keep_heap; from tests.unit.test_heap import churn; "
-            f"assert keep_heap() if {keep} else True; print(churn())")
+    keep_it = "from worker.heap import keep_heap; assert keep_heap(); " if keep else ""
+    code = f"{keep_it}from tests.unit.test_heap import churn; print(churn())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).parents[2])
     return int(out.stdout)
