@@ -32,3 +32,29 @@ def test_a_round_without_the_node_or_a_rate_gives_no_ratio() -> None:
     results = [result("route", "rust", 0, 10.0, 1.0, 5.0),
                {"workload": "route", "target": "node", "round": 1, "route": {"rate": 0}}]
     assert compare(results) == []
+
+
+def answering(target: str, rate: float, codes: dict[str, int]) -> dict:
+    return {"workload": "d-70k-topics", "target": target, "round": 0,
+            "route": {"rate": rate, "p99_ms": 2.0, "codes": codes}, "server_peak_pss_mb": 80.0}
+
+
+def test_rates_of_the_same_error_compare_and_say_which() -> None:
+    """Every server refuses the layout's registration: their TOPIC_NOT_EXIST replies compare."""
+    results = [answering("node", 180.0, {"17": 1000}), answering("java-5.5", 200.0, {"17": 999})]
+    (rate,) = [r for r in compare(results) if r["metric"] == "rate"]
+    assert (rate["ratio"], rate["code"]) == (0.9, "17")
+    assert ratio_lines([rate])[0].startswith("d-70k-topics: node route (code 17) rate = 0.90 x")
+
+
+def test_successes_against_errors_or_mixed_codes_compare_nothing() -> None:
+    assert compare([answering("node", 180.0, {"0": 1000}),
+                    answering("rust", 900.0, {"17": 1000})]) == []
+    assert compare([answering("node", 180.0, {"0": 900, "17": 100}),
+                    answering("java-5.5", 90.0, {"0": 900, "17": 100})]) == []
+    both_ok = compare([answering("node", 180.0, {"0": 1000}),
+                       answering("java-5.5", 90.0, {"0": 995, "1": 5})])
+    assert {r["metric"]: r["ratio"] for r in both_ok} == {"rate": 2.0, "p99_ms": 1.0,
+                                                          "pss_mb": 1.0}
+    assert all(r["code"] == "0" for r in both_ok)
+    assert "(code" not in ratio_lines(both_ok)[0]
