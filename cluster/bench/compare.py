@@ -53,11 +53,11 @@ def compare(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         node = targets.get("node")
         if node is None:
             continue
+        codes = {side: answered(node, side) for side in SIDES}
         for other, r in targets.items():
             if other == "node":
                 continue
-            for side in SIDES:
-                code = answered(node, side)
+            for side, code in codes.items():
                 if code is None or code != answered(r, side):
                     continue
                 mine, theirs = _metrics(node, side), _metrics(r, side)
