@@ -122,6 +122,17 @@ apt_install() {  # apt_install COMMAND PACKAGE WHY: install PACKAGE when COMMAND
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$2" >/dev/null
 }
 
+build_compiled() {  # the node's hottest modules in C (worker/compiled.py); plain Python without
+  ( apt_install cc gcc "compiling the node's hottest modules" ) || true
+  local headers
+  headers="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
+  if [ ! -f "$headers/Python.h" ]; then
+    ( apt_install python3-config python3-dev "Python's headers, to compile the node's hottest modules" ) || true
+  fi
+  "$PY" -m worker.compiled build >/dev/null ||
+    say "compiling the node's hottest modules failed: nodes run them as plain Python"
+}
+
 install_peers() {
   apt_install mvn maven "Maven resolves the RocketMQ releases"
   apt_install go golang-go "the Go client probe"
@@ -142,5 +153,6 @@ install_package
 install_java
 install_browser
 install_prometheus
+build_compiled
 [ -z "$PEERS" ] || install_peers
 say "ready: $VENV"

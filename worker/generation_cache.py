@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
+from mypy_extensions import mypyc_attr
+
 G = TypeVar("G")  # the store generation as the cache reads it
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # the business worker's RouteCache
 class GenerationCache(Generic[G, K, V]):
     """``entries`` of one ``generation``, ``size`` bytes of at most ``max_bytes``."""
 

@@ -13,7 +13,6 @@ from cluster.core.protocol.frame import FrameError, decode_command, encode_comma
 from cluster.core.protocol.peek import (
     BIN_OPAQUE_END,
     BIN_OPAQUE_START,
-    FRAME_BIN_HEAD,
     FRAME_BIN_OPAQUE,
     FRAME_BIN_TAIL,
     HeaderPeek,
@@ -139,10 +138,10 @@ def test_peek_header_refuses_unknown_types_and_short_binary_headers() -> None:
 
 def test_binary_layout_names_the_opaque() -> None:
     f = frame(RequestCode.GET_ROUTEINFO_BY_TOPIC, stype=BINARY)
-    assert struct.unpack(">i", f[FRAME_BIN_OPAQUE])[0] == 77
+    assert struct.unpack(">i", f[FRAME_BIN_OPAQUE:FRAME_BIN_TAIL])[0] == 77
     _, header, _ = split_frame(f)
     assert struct.unpack(">i", header[BIN_OPAQUE_START:BIN_OPAQUE_END])[0] == 77
-    assert f[FRAME_BIN_HEAD] == header[:BIN_OPAQUE_START]
+    assert f[4:FRAME_BIN_OPAQUE] == header[:BIN_OPAQUE_START]
     assert f[FRAME_BIN_TAIL:] == header[BIN_OPAQUE_END:]
 
 

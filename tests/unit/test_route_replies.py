@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from cluster.core.protocol.codes import FLAG_ONEWAY, ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import encode_command
 from worker.io.route_replies import (
+    _OPAQUE,
     KEY_BYTES,
     TEMPLATE_BYTES,
     RouteReplies,
@@ -82,6 +85,38 @@ def test_a_json_opaque_must_be_a_plain_int32() -> None:
     good = request(5)
     for bad_digits in (b"2147483648", b"05", b"5.0"):
         assert header_key(good.replace(b'"opaque":5', b'"opaque":' + bad_digits)) is None
+
+
+def _regex_key(frame: bytes) -> tuple[bytes, bytes] | None:
+    """What the key of a JSON header is by its definition, ``_OPAQUE`` searched in it."""
+    end = 4 + int.from_bytes(frame[1:4], "big")
+    m = _OPAQUE.search(frame, 4, end)
+    if m is None or (len(m[1]) >= 10 and not -2**31 <= int(m[1]) < 2**31):
+        return None
+    return frame[4 : m.start(1)] + frame[m.end(1) : end], m[1]
+
+
+_OPAQUE_TEXT = st.lists(st.sampled_from(
+    [b'"opaque":', b"-", b"0", b"1", b"9", b"5", b",", b"}", b'"', b"x", b" ", b"2147483648",
+     b"-2147483648", b"00"]), max_size=24).map(b"".join)
+
+
+@given(_OPAQUE_TEXT, _OPAQUE_TEXT, st.integers(0, 3))
+@example(b"", b"05,", 0)
+@example(b"", b"-0,", 0)
+@example(b"", b"-,", 0)
+@example(b"", b"7", 0)
+@example(b'"opaque":x,', b"12}", 0)
+@example(b"", b"12,", 1)
+@example(b"", b"2147483648,", 0)
+@settings(max_examples=1000)
+def test_the_json_opaque_is_found_as_its_pattern_defines_it(
+        before: bytes, after: bytes, cut: int) -> None:
+    """The scan ``header_key`` makes (no regular expression on the hot path) finds what
+    ``_OPAQUE`` does, leftmost match and the header's end included."""
+    header = b'{"code":105,' + before + b'"opaque":' + after
+    frame = (len(header) - cut).to_bytes(4, "big") + header  # a header word, JSON
+    assert header_key(frame) == _regex_key(frame)
 
 
 def test_only_well_formed_two_way_route_requests_are_learned() -> None:

@@ -2,7 +2,12 @@
 
 import sys
 
-from worker.controller.controller import main
+from worker import compiled
+
+# before the node is imported: its hottest modules then load compiled (worker.compiled)
+COMPILED = compiled.install()
+
+from worker.controller.controller import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

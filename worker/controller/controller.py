@@ -27,7 +27,7 @@ from cluster.core.errors import UserError
 from cluster.core.procs import exit_with_parent, set_process_name
 from state import housekeeping, nsconfig
 from state.store import Store
-from worker import wire
+from worker import compiled, wire
 from worker.business.process import BusinessConfig
 from worker.business.process import run as run_business
 from worker.controller import store_home
@@ -393,6 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # SIGKILL, not SIGTERM: a paused (SIGSTOPped) node must not outlive its parent either
         exit_with_parent(signal.SIGKILL)
     set_process_name("pns-node")
+    log.info("event=modules state=%r", compiled.status())
     # before the store and ZeroMQ are opened: the workers are forks of this interpreter
     zygote = Zygote.start({"business": run_business, "io": run_io}, close=(guard.fileno(),))
     return _run(Controller(settings, guard, zygote))

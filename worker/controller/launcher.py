@@ -36,7 +36,7 @@ from cluster.core.procs import (
     set_command_line,
     set_process_name,
 )
-from worker.controller import controller
+from worker import compiled
 
 NODE_MODULE = "worker.controller"
 LAUNCHER_MODULE = "worker.controller.launcher"
@@ -53,6 +53,9 @@ def node_args(argv: Sequence[str]) -> list[str] | None:
 
 
 def main() -> int:
+    compiled.install()  # before the node is imported (worker.compiled)
+    from worker.controller import controller  # noqa: F401 - imported once, for every node
+
     set_process_name("pns-launcher")
     set_command_line(python_module(LAUNCHER_MODULE, sys.executable))
     supervisor = os.getppid()
@@ -127,6 +130,8 @@ def _node(msg: dict[str, Any], args: list[str], fds: list[int], supervisor: int,
         os.chdir(msg["cwd"])
         os.environ.clear()
         os.environ.update(msg.get("env") or {})
+        from worker.controller import controller
+
         sys.argv = [controller.__file__, *args]
         code = controller.main(args)
     except SystemExit as exc:

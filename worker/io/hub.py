@@ -169,7 +169,7 @@ class Hub:
         t0 = time.perf_counter()
         replies = self.replies
         replies.refresh()  # once per chunk: every write acknowledged before it is seen
-        template, five, going_away = replies.templates.get, self.five, self.going_away
+        templates, five, going_away = replies.templates, self.five, self.going_away
         out: list[bytes] = []  # the replies' pieces (`Template.put`)
         hits = 0
         unusual: list[int] = []  # codes of the answers from templates other than SUCCESS
@@ -180,7 +180,7 @@ class Hub:
             # only route lookups are ever learned under a key
             found = header_key(frame, five)
             if found is not None:
-                t = template(found[0])
+                t = templates.get(found[0])
                 if t is not None:
                     t.put(out, found[1], found[0])
                     hits += 1

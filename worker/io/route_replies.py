@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Final
 
 import orjson
 
@@ -44,7 +45,6 @@ from cluster.core.protocol.frame import HEADER_WORD as _WORD
 from cluster.core.protocol.frame import STYPE_SHIFT as _STYPE
 from cluster.core.protocol.frame import FrameError, decode_command, json_header_command
 from cluster.core.protocol.peek import BIN_OPAQUE_END, BIN_OPAQUE_START
-from cluster.core.protocol.peek import FRAME_BIN_HEAD as _BIN_HEAD
 from cluster.core.protocol.peek import FRAME_BIN_OPAQUE as _BIN_OPAQUE
 from cluster.core.protocol.peek import FRAME_BIN_TAIL as _BIN_TAIL
 from worker.generation_cache import GenerationCache
@@ -52,6 +52,14 @@ from worker.metrics import reply_code
 
 MAX_BYTES = 96 << 20  # templates kept per I/O worker: the 40,000 routes of the mixed layout fit
 _OPAQUE = re.compile(rb'"opaque":(-?(?:0|[1-9][0-9]*))(?=[,}])')  # canonical int, as written
+_OPAQUE_KEY: Final = b'"opaque":'
+# its bytes: "-", "0", "1", "9", ",", "}" (Final: compiled in, worker.compiled)
+_MINUS: Final = 0x2D
+_ZERO: Final = 0x30
+_ONE: Final = 0x31
+_NINE: Final = 0x39
+_COMMA: Final = 0x2C
+_CLOSE: Final = 0x7D
 _INT32 = range(-(2**31), 2**31)
 _BINARY = int(SerializeType.ROCKETMQ)
 _CACHEABLE = (ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST)
@@ -75,21 +83,45 @@ def header_key(frame: bytes, json_replies: bool = False) -> tuple[HeaderKey, byt
     as the decimal digits a JSON reply carries."""
     if len(frame) < 8:
         return None
-    end = 4 + (_WORD.unpack_from(frame, 0)[0] & _HLEN)
-    if frame[0] == _BINARY:  # the serialize type is the header word's top byte
+    # the header word: serialize type, then the header's length in three bytes
+    end = 4 + (frame[1] << 16 | frame[2] << 8 | frame[3])
+    if frame[0] == _BINARY:
         if end < _BIN_TAIL:
             return None
-        opaque = frame[_BIN_OPAQUE]
+        opaque = frame[_BIN_OPAQUE:_BIN_TAIL]
         if json_replies:
             opaque = b"%d" % int.from_bytes(opaque, "big", signed=True)
-        return b"\x01" + frame[_BIN_HEAD] + frame[_BIN_TAIL:end], opaque
-    m = _OPAQUE.search(frame, 4, end)
-    if m is None:
-        return None
-    start, stop = m.span(1)
-    if stop - start >= 10 and int(m[1]) not in _INT32:
-        return None
-    return frame[4:start] + frame[stop:end], m[1]
+        return b"\x01" + frame[4:_BIN_OPAQUE] + frame[_BIN_TAIL:end], opaque
+    # what _OPAQUE.search(frame, 4, end) finds, without a match object (worker.compiled)
+    at = frame.find(_OPAQUE_KEY, 4, end)
+    while at >= 0:
+        start = at + len(_OPAQUE_KEY)
+        stop = _number_end(frame, start, end)
+        if stop >= 0:
+            digits = frame[start:stop]
+            if stop - start >= 10 and int(digits) not in _INT32:
+                return None
+            return frame[4:start] + frame[stop:end], digits
+        at = frame.find(_OPAQUE_KEY, at + 1, end)
+    return None
+
+
+def _number_end(frame: bytes, at: int, end: int) -> int:
+    """Where the integer ``frame[at:]`` starts with ends, written as JSON writes one
+    (``-?(0|[1-9][0-9]*)``) and followed by "," or "}" before ``end``; else -1."""
+    i = at
+    if i < end and frame[i] == _MINUS:
+        i += 1
+    if i >= end:
+        return -1
+    first = frame[i]
+    i += 1
+    if first != _ZERO:  # a zero stands alone
+        if not _ONE <= first <= _NINE:
+            return -1
+        while i < end and _ZERO <= frame[i] <= _NINE:
+            i += 1
+    return i if i < end and (frame[i] == _COMMA or frame[i] == _CLOSE) else -1
 
 
 class Template:
@@ -142,7 +174,9 @@ class Template:
         once, for one write."""
         if len(digits) != self.width:
             self.fit(digits)
-        out += self.lead, digits, self.rest
+        out.append(self.lead)
+        out.append(digits)
+        out.append(self.rest)
 
 
 class TopicTemplate(Template):

@@ -35,10 +35,10 @@ BIN_CODE = struct.Struct(">h")
 BIN_OPAQUE_START = 5
 BIN_OPAQUE_END = 9
 BIN_FLAG_END = 13
-# The binary header's bytes before its opaque, its opaque, and where the rest starts,
-# within a frame (header word + header).
-FRAME_BIN_HEAD = slice(4, 4 + BIN_OPAQUE_START)
-FRAME_BIN_OPAQUE = slice(4 + BIN_OPAQUE_START, 4 + BIN_OPAQUE_END)
+# Where the binary header's opaque starts and where the rest after it starts, within a
+# frame (header word + header): plain offsets, which compiled code slices by
+# (worker.compiled).
+FRAME_BIN_OPAQUE = 4 + BIN_OPAQUE_START
 FRAME_BIN_TAIL = 4 + BIN_OPAQUE_END
 _BIN_CODE_FLAG = struct.Struct(">h7xi")  # code, (language, version, opaque), flag
 
