@@ -145,9 +145,13 @@ def build(root: Path = ROOT) -> Path:
             shutil.move(work / path, staged / path)
         (staged / DONE).write_text("\n".join(MODULES) + "\n")
         for old in target.parent.iterdir():  # one build per checkout: the older ones go
-            if old.is_dir() and not old.name.startswith("tmp-"):
+            if old.is_dir() and not old.name.startswith("tmp-") and old != target:
                 shutil.rmtree(old, ignore_errors=True)
-        os.replace(staged, target)
+        try:
+            os.replace(staged, target)
+        except OSError:
+            if not (target / DONE).is_file():  # else another build of the same got there first
+                raise
     return target
 
 
