@@ -101,19 +101,21 @@ _OPAQUE_TEXT = st.lists(st.sampled_from(
      b"-2147483648", b"00"]), max_size=24).map(b"".join)
 
 
-@given(_OPAQUE_TEXT, _OPAQUE_TEXT, st.integers(0, 3))
+@given(_OPAQUE_TEXT, _OPAQUE_TEXT, st.integers(-3, 3))
 @example(b"", b"05,", 0)
 @example(b"", b"-0,", 0)
 @example(b"", b"-,", 0)
 @example(b"", b"7", 0)
 @example(b'"opaque":x,', b"12}", 0)
 @example(b"", b"12,", 1)
+@example(b"", b"12", -1)
 @example(b"", b"2147483648,", 0)
 @settings(max_examples=1000)
 def test_the_json_opaque_is_found_as_its_pattern_defines_it(
         before: bytes, after: bytes, cut: int) -> None:
     """The scan ``header_key`` makes (no regular expression on the hot path) finds what
-    ``_OPAQUE`` does, leftmost match and the header's end included."""
+    ``_OPAQUE`` does, leftmost match and the header's end included (a header word that
+    says more than the frame holds too)."""
     header = b'{"code":105,' + before + b'"opaque":' + after
     frame = (len(header) - cut).to_bytes(4, "big") + header  # a header word, JSON
     assert header_key(frame) == _regex_key(frame)

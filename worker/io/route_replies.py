@@ -93,6 +93,7 @@ def header_key(frame: bytes, json_replies: bool = False) -> tuple[HeaderKey, byt
             opaque = b"%d" % int.from_bytes(opaque, "big", signed=True)
         return b"\x01" + frame[4:_BIN_OPAQUE] + frame[_BIN_TAIL:end], opaque
     # what _OPAQUE.search(frame, 4, end) finds, without a match object (worker.compiled)
+    end = min(end, len(frame))
     at = frame.find(_OPAQUE_KEY, 4, end)
     while at >= 0:
         start = at + len(_OPAQUE_KEY)
