@@ -5,7 +5,7 @@ import sys
 from worker import compiled
 
 # before the node is imported: its hottest modules then load compiled (worker.compiled)
-COMPILED = compiled.install()
+compiled.install()
 
 from worker.controller.controller import main  # noqa: E402
 

@@ -41,9 +41,13 @@ from cluster.core.protocol.acl import SIGNING_FIELDS
 from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode, SerializeType
 from cluster.core.protocol.frame import FRAME_PREFIX as _PREFIX
 from cluster.core.protocol.frame import HEADER_LENGTH_MASK as _HLEN
-from cluster.core.protocol.frame import HEADER_WORD as _WORD
 from cluster.core.protocol.frame import STYPE_SHIFT as _STYPE
-from cluster.core.protocol.frame import FrameError, decode_command, json_header_command
+from cluster.core.protocol.frame import (
+    FrameError,
+    decode_command,
+    header_length,
+    json_header_command,
+)
 from cluster.core.protocol.peek import BIN_OPAQUE_END, BIN_OPAQUE_START
 from cluster.core.protocol.peek import FRAME_BIN_OPAQUE as _BIN_OPAQUE
 from cluster.core.protocol.peek import FRAME_BIN_TAIL as _BIN_TAIL
@@ -83,8 +87,7 @@ def header_key(frame: bytes, json_replies: bool = False) -> tuple[HeaderKey, byt
     as the decimal digits a JSON reply carries."""
     if len(frame) < 8:
         return None
-    # the header word: serialize type, then the header's length in three bytes
-    end = 4 + (frame[1] << 16 | frame[2] << 8 | frame[3])
+    end = 4 + header_length(frame)
     if frame[0] == _BINARY:
         if end < _BIN_TAIL:
             return None
@@ -305,7 +308,7 @@ def _topic_slot(frame: bytes, key: HeaderKey) -> tuple[bytes, str] | None:
     """(layout, topic) of a JSON header without a body whose one ``"topic"`` is followed by
     a valid topic name, else None."""
     if frame[0] != SerializeType.JSON or \
-            len(frame) != 4 + (_WORD.unpack_from(frame, 0)[0] & _HLEN):
+            len(frame) != 4 + header_length(frame):
         return None
     span = _topic_span(key)
     if span is None:

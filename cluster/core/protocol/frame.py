@@ -153,6 +153,12 @@ def check_total(total: int, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         raise FrameTooLarge(f"frame length {total} outside [4, {max_frame - 4}]")
 
 
+def header_length(frame: bytes) -> int:
+    """The header length a frame's header word (its first four bytes, ``HEADER_WORD``)
+    says: the word's low three bytes, read without unpacking it."""
+    return frame[1] << 16 | frame[2] << 8 | frame[3]
+
+
 def check_header_word(word: int, total: int, max_header: int = MAX_HEADER_LENGTH) -> None:
     stype = word >> STYPE_SHIFT
     if stype not in (0, 1):
