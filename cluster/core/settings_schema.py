@@ -238,11 +238,11 @@ SETTINGS: tuple[Setting, ...] = (
             1024, 1 << 30, "bytes", yaml=True, attr="frame_max"),
     Setting("ioWorkers", _I, 1, "I/O worker processes (SO_REUSEPORT on one port)", 1, 64,
             "processes", yaml=True, attr="io_workers"),
-    Setting("ioLargeWorker", _B, False, "one more I/O worker, niced by `businessWriteNice`, "
+    Setting("ioLargeWorker", _B, True, "one more I/O worker, niced by `businessWriteNice`, "
             "takes over each plain connection whose next frame is 256 KiB or more (a "
             "broker's registration), so such bodies never cost the I/O workers that serve "
-            "route lookups; costs about 20 MB and registration latency under load (README "
-            "\"Inside a node\")", yaml=True, attr="io_large_worker"),
+            "route lookups; costs 6-15 MB and registration latency under a registration "
+            "storm (README \"Inside a node\")", yaml=True, attr="io_large_worker"),
     Setting("businessWorkers", _I, 2, "business worker processes", 1, 64, "processes",
             yaml=True, attr="business_workers"),
     Setting("businessReadWorkers", _I, 1, "of those, how many serve only route lookups "

@@ -1,10 +1,12 @@
-"""The large-frame I/O worker on a real node: a connection that sends a registration of
-megabytes goes on in the niced worker, unnoticed by its peer; without it, or while it is
-down, the connection is served where it was."""
+"""The large-frame I/O worker on a real node (on by default): a connection that sends a
+registration of megabytes goes on in the niced worker, unnoticed by its peer; while its
+queue is full the connection waits for it; without it, or while it is down, the
+connection is served where it was."""
 
 from __future__ import annotations
 
 import signal
+import threading
 from pathlib import Path
 
 import psutil
@@ -52,11 +54,6 @@ def brokers(conn: Conn) -> set[str]:
     return set(decode_cluster_info(reply.body)["brokerAddrTable"])
 
 
-@pytest.fixture
-def node_props() -> dict[str, str]:
-    return {"ioLargeWorker": "true"}
-
-
 def test_a_registration_of_megabytes_moves_its_connection_to_the_large_worker(
         node: NodeProcess) -> None:
     assert sorted(p.name() for p in node.workers("io")) == ["pns-io-0", "pns-io-1"]
@@ -82,7 +79,7 @@ def test_a_registration_of_megabytes_moves_its_connection_to_the_large_worker(
 
 
 def test_without_the_large_worker_the_connection_stays(tmp_path: Path) -> None:
-    node = NodeProcess(tmp_path / "n").start()  # the default
+    node = NodeProcess(tmp_path / "n", props={"ioLargeWorker": "false"}).start()
     conn = Conn(node.addr, timeout=30)
     try:
         assert [p.name() for p in node.workers("io")] == ["pns-io-0"]
@@ -127,3 +124,41 @@ def test_when_the_large_worker_dies_its_connections_close_and_later_ones_are_ser
     finally:
         again.close()
         probe.close()
+
+
+def test_brokers_arriving_together_all_reach_the_large_worker(node: NodeProcess) -> None:
+    """More connections at once than its queue holds (one more than
+    ``net.unix.max_dgram_qlen``): those that find it full wait for it instead of being read
+    by the port's worker."""
+    [large] = [p for p in node.workers("io") if p.name() == "pns-io-1"]
+    room = int(Path("/proc/sys/net/unix/max_dgram_qlen").read_text()) + 1
+    n = room + 3
+    conns = [Conn(node.addr, timeout=30) for _ in range(n)]
+    codes: dict[int, int] = {}
+    try:
+        for c in conns:
+            assert owner(node, c) == "pns-io-0"
+        large.send_signal(signal.SIGSTOP)  # its queue fills and stays full
+        try:
+            for i, c in enumerate(conns):
+                c.send_raw(registration(3000, opaque=i, name=f"b{i}"))
+            # sockets queued for it (no process holds them), the rest waiting
+            poll_until(lambda: sum(owner(node, c) is None for c in conns) == room,
+                       what="the large worker's queue full")
+        finally:
+            large.send_signal(signal.SIGCONT)
+
+        def answer(i: int, c: Conn) -> None:
+            codes[i] = c.recv().code
+
+        threads = [threading.Thread(target=answer, args=(i, c)) for i, c in enumerate(conns)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert codes == dict.fromkeys(range(n), ResponseCode.SUCCESS)
+        assert [owner(node, c) for c in conns] == ["pns-io-1"] * n
+        assert brokers(conns[0]) == {f"b{i}" for i in range(n)}
+    finally:
+        for c in conns:
+            c.close()

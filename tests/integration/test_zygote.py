@@ -42,7 +42,7 @@ def test_workers_are_forked_by_the_zygote_also_when_restarted(tmp_path: Path) ->
         zygote = _zygote(node)
         assert zygote.ppid() == node.proc.pid if node.proc else False
         workers = node.workers("io") + node.workers("biz")
-        assert len(workers) == 3 and all(w.ppid() == zygote.pid for w in workers)
+        assert len(workers) == 4 and all(w.ppid() == zygote.pid for w in workers)
         before = {w.pid for w in node.workers("biz")}
         node.workers("biz")[0].kill()
         again = poll_until(lambda: [w for w in node.workers("biz") if w.pid not in before],

@@ -4,6 +4,7 @@ travels (the socket and the bytes read of its frame), and what the receiving sid
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,22 +13,65 @@ import pytest
 from tests.unit.test_io_route_hits import CFG, Loop, Transport, request
 from tests.unit.test_large_frames import reads, registration
 from worker.io.connection import LARGE_FRAME, Connection
-from worker.io.handoff import RETRY_S, HandoffSender, bind_receiver, receive
+from worker.io.handoff import (
+    BUSY_RETRY_S,
+    BUSY_WAIT_S,
+    RETRY_S,
+    HandoffSender,
+    Outcome,
+    bind_receiver,
+    receive,
+)
 from worker.io.hub import Hub
 from worker.io.route_replies import RouteReplies
 
 
 class Sender:
-    """Stands for HandoffSender: records what it passes; refuses when told to."""
+    """Stands for HandoffSender: records what it passes; refuses when told to, and says
+    busy ``busy`` times first."""
 
-    def __init__(self, accept: bool = True) -> None:
+    def __init__(self, accept: bool = True, busy: int = 0) -> None:
         self.accept = accept
+        self.busy = busy
+        self.offered: list[bytes] = []
+        self.held_off = False
         self.sent: list[tuple[int, bytes]] = []
 
-    def send(self, conn_fd: int, raw: bytes) -> bool:
+    def send(self, conn_fd: int, raw: bytes) -> Outcome:
+        self.offered.append(raw)
+        if self.held_off:
+            return Outcome.REFUSED
+        if self.busy:
+            self.busy -= 1
+            return Outcome.BUSY
         if self.accept:
             self.sent.append((conn_fd, raw))
-        return self.accept
+        return Outcome.HANDED if self.accept else Outcome.REFUSED
+
+    def hold_off(self) -> None:
+        self.held_off = True
+
+
+class TimedLoop(Loop):
+    """A loop whose clock is set by the test and whose timers it runs."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.timers: list[tuple[float, Callable[[], None]]] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def call_later(self, delay: float, fn: Callable[[], None]) -> None:
+        self.timers.append((self.now + delay, fn))
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock, running the timers due on the way."""
+        self.now += seconds
+        due = [t for t in self.timers if t[0] <= self.now]
+        self.timers = [t for t in self.timers if t[0] > self.now]
+        for _, fn in due:
+            fn()
 
 
 class Sock:
@@ -44,6 +88,7 @@ class PlainTransport(Transport):
     def __init__(self) -> None:
         super().__init__()
         self.aborted = False
+        self.paused = False
 
     def get_extra_info(self, name: str) -> Any:
         return Sock() if name == "socket" else super().get_extra_info(name)
@@ -51,9 +96,16 @@ class PlainTransport(Transport):
     def abort(self) -> None:
         self.aborted = True
 
+    def pause_reading(self) -> None:
+        self.paused = True
 
-def plain(sender: Sender | None) -> tuple[Hub, Connection, PlainTransport]:
-    hub = Hub(CFG, Loop(), None, RouteReplies(lambda: b"1"))  # type: ignore[arg-type]
+    def resume_reading(self) -> None:
+        self.paused = False
+
+
+def plain(sender: Sender | None, loop: Loop | None = None
+          ) -> tuple[Hub, Connection, PlainTransport]:
+    hub = Hub(CFG, loop or Loop(), None, RouteReplies(lambda: b"1"))  # type: ignore[arg-type]
     hub._schedule_flush = lambda: None  # type: ignore[method-assign]
     hub.handoff = sender  # type: ignore[assignment]
     conn, transport = Connection(hub), PlainTransport()
@@ -108,6 +160,43 @@ def test_a_refused_hand_off_loses_nothing(big: bytes) -> None:
     assert [f for _, f, _, _ in hub.lanes.brokers] == [big[4:]]
 
 
+def test_while_the_large_worker_is_busy_the_connection_reads_nothing_and_tries_again(
+        big: bytes) -> None:
+    sender, loop = Sender(busy=3), TimedLoop()
+    hub, conn, transport = plain(sender, loop)
+    conn.data_received(big[:5000])
+    assert transport.paused and not transport.aborted and sender.sent == []
+    assert conn.reader.collecting() == (0, 0)  # the frame's start is held, not read here
+    for _ in range(3):
+        loop.advance(BUSY_RETRY_S)
+    assert sender.sent == [(42, big[:5000])]  # the same bytes, once it had room
+    assert transport.aborted and conn.handed_off and len(sender.offered) == 4
+    assert not hub.lanes.brokers
+
+
+def test_a_large_worker_busy_for_too_long_leaves_the_connection_here(big: bytes) -> None:
+    sender, loop = Sender(busy=10**6), TimedLoop()
+    hub, conn, transport = plain(sender, loop)
+    conn.data_received(big[:5000])
+    while loop.now < BUSY_WAIT_S + BUSY_RETRY_S:
+        loop.advance(BUSY_RETRY_S)
+    assert not transport.paused and not transport.aborted and not conn.handed_off
+    assert not loop.timers and conn.reader.collecting() == (len(big) - 4, 4996)
+    assert sender.held_off  # nothing is offered for a while
+    reads(conn, big[5000:], 7000)
+    assert [f for _, f, _, _ in hub.lanes.brokers] == [big[4:]]  # read here, whole
+
+
+def test_a_connection_gone_while_it_waits_is_not_offered_again(big: bytes) -> None:
+    sender, loop = Sender(busy=1), TimedLoop()
+    hub, conn, transport = plain(sender, loop)
+    conn.data_received(big[:5000])
+    transport.is_closing = lambda: True  # type: ignore[method-assign]
+    conn.connection_lost(None)
+    loop.advance(BUSY_RETRY_S)
+    assert len(sender.offered) == 1 and sender.sent == [] and not hub.conns
+
+
 def test_the_receiving_side_starts_from_the_bytes_handed_over(big: bytes) -> None:
     hub = Hub(CFG, Loop(), None, RouteReplies(lambda: b"1"))  # type: ignore[arg-type]
     conn, transport = Connection(hub, big[:5000]), PlainTransport()
@@ -126,7 +215,7 @@ def test_a_socket_and_its_bytes_travel_to_the_receiver(tmp_path: Path) -> None:
     served, _ = listener.accept()
     try:
         sender = HandoffSender(path, lambda: 0.0)
-        assert sender.send(served.fileno(), b"first bytes")
+        assert sender.send(served.fileno(), b"first bytes") is Outcome.HANDED
         served.close()  # the sender lets go of its descriptor: the connection lives on
         [(conn, raw)] = list(receive(receiver))
         assert raw == b"first bytes"
@@ -150,12 +239,12 @@ def test_with_no_receiver_the_sender_says_no_and_waits_before_trying_again(
     sender = HandoffSender(tmp_path / "nobody.sock", lambda: now[0])
     a, b = socket.socketpair()
     try:
-        assert not sender.send(a.fileno(), b"x")
+        assert sender.send(a.fileno(), b"x") is Outcome.REFUSED
         receiver = bind_receiver(tmp_path / "nobody.sock")
-        assert not sender.send(a.fileno(), b"x")  # within RETRY_S: not tried
+        assert sender.send(a.fileno(), b"x") is Outcome.REFUSED  # within RETRY_S: not tried
         assert list(receive(receiver)) == []
         now[0] += RETRY_S
-        assert sender.send(a.fileno(), b"x")
+        assert sender.send(a.fileno(), b"x") is Outcome.HANDED
         [(conn, raw)] = list(receive(receiver))
         assert raw == b"x"
         conn.close()
@@ -164,6 +253,24 @@ def test_with_no_receiver_the_sender_says_no_and_waits_before_trying_again(
     finally:
         a.close()
         b.close()
+
+
+def test_a_full_queue_is_busy_not_refused(tmp_path: Path) -> None:
+    receiver = bind_receiver(tmp_path / "r.sock")
+    sender = HandoffSender(tmp_path / "r.sock", lambda: 0.0)
+    a, b = socket.socketpair()
+    try:
+        outcomes = [sender.send(a.fileno(), b"x") for _ in range(1000)]
+        busy = outcomes.index(Outcome.BUSY)  # net.unix.max_dgram_qlen datagrams fit
+        assert set(outcomes[:busy]) == {Outcome.HANDED}
+        assert set(outcomes[busy:]) == {Outcome.BUSY}  # no wait of RETRY_S: tried each time
+        for conn, _ in receive(receiver):
+            conn.close()
+        assert sender.send(a.fileno(), b"x") is Outcome.HANDED
+    finally:
+        for s in (a, b, receiver):
+            s.close()
+        sender.close()
 
 
 def test_a_stray_datagram_is_dropped(tmp_path: Path) -> None:

@@ -28,11 +28,11 @@ from worker.io.connection import LARGE_FRAME, LARGE_SHARE
 from worker.procs import io_endpoint
 
 
-def registration(topics: int, opaque: int = 1, counter: int = 1) -> bytes:
+def registration(topics: int, opaque: int = 1, counter: int = 1, name: str = "b") -> bytes:
     configs = {f"T{i:05d}": register_body.topic_config(f"T{i:05d}") for i in range(topics)}
     body = register_body.encode_register_body({"counter": counter, "timestamp": 1}, configs, [],
                                               False)
-    ext = {"brokerName": "b", "brokerAddr": "10.0.0.1:10911", "clusterName": "C",
+    ext = {"brokerName": name, "brokerAddr": "10.0.0.1:10911", "clusterName": "C",
            "brokerId": "0", "haServerAddr": "", "compressed": "false",
            "bodyCrc32": str(body_common.crc32_java(body))}
     return encode_command(RemotingCommand(code=103, opaque=opaque, version=409,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, cast
 
 from cluster.core.protocol.frame import FrameError, FrameReader, FrameTooLarge
 from worker import limits, wire
+from worker.io.handoff import BUSY_RETRY_S, BUSY_WAIT_S, Outcome
 from worker.io.proxy_protocol import Prelude, ProxyError
 
 if TYPE_CHECKING:
@@ -95,7 +96,10 @@ class Connection(asyncio.BufferedProtocol):
         self.write_blocked_since: float | None = None  # replies cannot be written since then
         self.partial_since: float | None = None  # an incomplete frame started then
         self._reading = True
-        self._yielded = False  # reading stopped until the other connections had their turn
+        self._yielded = False  # reading stopped until the other connections had their turn,
+        # or until the large-frame worker is tried again (``_held``)
+        self._held = b""  # the bytes read of a large frame waiting for a busy large worker
+        self._wait_until = 0.0  # until when it waits (0: not waiting)
         self._large: bytearray | memoryview | None = None  # where a large frame is read
         self._large_at = 0  # where the frame starts in it
         self._large_in = 0  # how far it is filled
@@ -205,7 +209,9 @@ class Connection(asyncio.BufferedProtocol):
 
     def _hand_off(self) -> bool:
         """Pass this connection to the large-frame worker when its next frame is large, it
-        is plain TCP and nothing of it is in flight or unsent here."""
+        is plain TCP and nothing of it is in flight or unsent here; while the large worker's
+        queue is full, read nothing and try again (``BUSY_RETRY_S``), for up to
+        ``BUSY_WAIT_S``. True when this worker is done with the bytes read."""
         total, _ = self.reader.collecting()
         if total < LARGE_FRAME or self.pending or self._large is not None:
             return False
@@ -215,12 +221,33 @@ class Connection(asyncio.BufferedProtocol):
             return False
         assert self.hub.handoff is not None
         raw = self.reader.take_buffered()
-        if not self.hub.handoff.send(fd, raw):
-            self.reader.feed(raw)  # the start of a frame: nothing comes back
-            return False
-        self.handed_off = True
-        transport.abort()  # closes this process's descriptor only: no FIN, no RST
-        return True
+        outcome = self.hub.handoff.send(fd, raw)
+        if outcome is Outcome.HANDED:
+            self.handed_off = True
+            transport.abort()  # closes this process's descriptor only: no FIN, no RST
+            return True
+        now = self.hub.now()
+        if outcome is Outcome.BUSY:
+            if not self._wait_until or now < self._wait_until:
+                self._wait_until = self._wait_until or now + BUSY_WAIT_S
+                self._held, self._yielded = raw, True
+                transport.pause_reading()
+                self.hub.loop.call_later(BUSY_RETRY_S, self._retry_hand_off)
+                return True
+            self.hub.handoff.hold_off()
+        self._wait_until = 0.0
+        self.reader.feed(raw)  # the start of a frame: nothing comes back
+        return False
+
+    def _retry_hand_off(self) -> None:
+        """Offer the held frame start again: handed over, held again, or read here."""
+        raw, self._held = self._held, b""
+        if self.transport is None or self.transport.is_closing():
+            return
+        self._yielded = False
+        self.data_received(raw)
+        if not self.handed_off and not self._yielded and self._reading:
+            self.transport.resume_reading()
 
     def _plain_fd(self) -> int | None:
         """The descriptor of a plain TCP connection's socket (None under TLS)."""

@@ -7,14 +7,19 @@ the socket, and a memfd holding the bytes) in one datagram on a Unix socket in t
 directory. The peer sees nothing: the same TCP connection goes on, served by the other
 process, and every later frame of it lands there too.
 
-A hand-off that cannot be made (the large worker is restarting, its queue is full) is
-simply not made: the connection stays where it is and is served as before.
+A hand-off that cannot be made because no large worker is bound (it is restarting) is
+not made: the connection stays where it is and is served as before. One that finds the
+large worker's queue full (a datagram socket holds ``net.unix.max_dgram_qlen`` of them, 10
+by default: a fleet of brokers starting at once) is tried again shortly by the connection,
+which reads nothing meanwhile, for up to ``BUSY_WAIT_S`` (``worker.io.connection``); then
+it is served where it is, and no connection is offered for ``RETRY_S``.
 """
 
 from __future__ import annotations
 
 import array
 import contextlib
+import enum
 import logging
 import os
 import socket
@@ -27,6 +32,16 @@ _TAG = b"H"  # one datagram = one connection: its socket and a memfd of its firs
 _FDS = 2
 # After a hand-off the large worker could not take, connections stay where they are this long.
 RETRY_S = 1.0
+# A connection that found the large worker's queue full tries again after BUSY_RETRY_S, and
+# is served where it is once it has waited BUSY_WAIT_S.
+BUSY_RETRY_S = 0.01
+BUSY_WAIT_S = 1.0
+
+
+class Outcome(enum.Enum):
+    HANDED = "handed"  # the large worker has the connection
+    BUSY = "busy"  # its queue is full: it is there, and behind
+    REFUSED = "refused"  # none is bound, or the hand-off failed: keep the connection
 
 
 def handoff_path(run: Path) -> Path:
@@ -44,25 +59,32 @@ class HandoffSender:
         self.sock.setblocking(False)
         self._retry_at = 0.0
 
-    def send(self, conn_fd: int, raw: bytes) -> bool:
-        """Pass the socket ``conn_fd`` with the bytes already read of it; False when the
-        large worker cannot take it now (the caller keeps the connection), and for
-        ``RETRY_S`` after that."""
+    def send(self, conn_fd: int, raw: bytes) -> Outcome:
+        """Pass the socket ``conn_fd`` with the bytes already read of it. ``REFUSED`` when
+        the large worker cannot take it (the caller keeps the connection), and for
+        ``RETRY_S`` after that; ``BUSY`` when its queue is full."""
         if self.clock() < self._retry_at:
-            return False
+            return Outcome.REFUSED
         memfd = os.memfd_create("pns-handoff", os.MFD_CLOEXEC)
         try:
             _write_all(memfd, raw)
             # (socket.send_fds drops its address argument before Python 3.12)
             self.sock.sendmsg([_TAG], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                         array.array("i", [conn_fd, memfd]))], 0, self.path)
-        except OSError as exc:  # no large worker bound (restarting), or its queue is full
+        except BlockingIOError:  # its queue is full
+            return Outcome.BUSY
+        except OSError as exc:  # no large worker bound (restarting)
             log.warning("event=handoff_refused error=%r", str(exc))
             self._retry_at = self.clock() + RETRY_S
-            return False
+            return Outcome.REFUSED
         finally:
             os.close(memfd)
-        return True
+        return Outcome.HANDED
+
+    def hold_off(self) -> None:
+        """Offer nothing for ``RETRY_S``: a connection waited ``BUSY_WAIT_S`` for room."""
+        log.warning("event=handoff_refused error='the large worker stayed busy'")
+        self._retry_at = self.clock() + RETRY_S
 
     def close(self) -> None:
         self.sock.close()
