@@ -9,8 +9,8 @@ process, and every later frame of it lands there too.
 
 A hand-off that cannot be made because no large worker is bound (it is restarting) is
 not made: the connection stays where it is and is served as before. One that finds the
-large worker's queue full (a datagram socket holds ``net.unix.max_dgram_qlen`` of them, 10
-by default: a fleet of brokers starting at once) is tried again shortly by the connection,
+large worker's queue full (a datagram socket holds one more than ``net.unix.max_dgram_qlen``,
+11 by default: a fleet of brokers starting at once) is tried again shortly by the connection,
 which reads nothing meanwhile, for up to ``BUSY_WAIT_S`` (``worker.io.connection``); then
 it is served where it is, and no connection is offered for ``RETRY_S``.
 """
