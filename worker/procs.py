@@ -8,6 +8,7 @@ import logging
 import os
 import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +87,30 @@ def give_back_memory() -> None:
     allocated is free again but stays mapped: about 30 MB per 16 MiB registration."""
     if _TRIM is not None:
         _TRIM(0)
+
+
+TRIM_EVERY_S = 1.0  # free heap pages go back at most this often
+TRIM_AFTER_BYTES = 32 << 10  # work moving this many bytes leaves heap pages worth giving back
+
+
+class Trim:
+    """Gives free heap pages back (`give_back_memory`) after work that moved at least
+    TRIM_AFTER_BYTES (a registration decoded, a topic list built), at most once every
+    TRIM_EVERY_S of ``clock``. A trim costs about 0.1 ms; without them a worker kept the
+    pages its large bodies had used, 6–10 MB each at 100,000 topics."""
+
+    __slots__ = ("_clock", "_give_back", "_next")
+
+    def __init__(self, clock: Callable[[], float],
+                 give_back: Callable[[], None] = give_back_memory) -> None:
+        self._clock = clock
+        self._give_back = give_back
+        self._next = float("-inf")
+
+    def after(self, moved_bytes: int) -> None:
+        if moved_bytes < TRIM_AFTER_BYTES:
+            return
+        now = self._clock()
+        if now >= self._next:
+            self._give_back()
+            self._next = now + TRIM_EVERY_S

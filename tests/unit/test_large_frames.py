@@ -25,7 +25,7 @@ from worker.business import processors
 from worker.business.process import BusinessConfig, BusinessWorker
 from worker.frame_arena import FrameArena
 from worker.io.connection import LARGE_FRAME, LARGE_SHARE
-from worker.procs import io_endpoint
+from worker.procs import TRIM_AFTER_BYTES, Trim, io_endpoint
 
 
 def registration(topics: int, opaque: int = 1, counter: int = 1, name: str = "b") -> bytes:
@@ -202,6 +202,24 @@ def test_the_business_worker_answers_a_large_frame_in_order(tmp_path: Path, big:
         assert [(r.opaque, r.code) for r in replies] == [(1, ResponseCode.SUCCESS),
                                                          (9, ResponseCode.SUCCESS)]
         assert b"\"T02999\"" in (replies[1].body or b"")  # it sees the registration
+    finally:
+        pool.close()
+
+
+def test_the_business_worker_gives_heap_pages_back_after_a_registration(tmp_path: Path
+                                                                        ) -> None:
+    pool = Pool(tmp_path)
+    trims: list[int] = []
+    pool.worker.trim = Trim(lambda: 0.0, lambda: trims.append(1))
+    try:
+        pool.send(wire.pack_pairs([(b"c1@p", ALL_TOPICS)], wire.REQUESTS))
+        assert [decode_frame(r).code for _, r in pool.answers(1)] == [ResponseCode.SUCCESS]
+        assert trims == []  # a small batch
+        frame = registration(400)[4:]
+        assert len(frame) >= TRIM_AFTER_BYTES
+        pool.send(wire.pack_pairs([(b"c1@p", frame)], wire.REQUESTS))
+        assert [decode_frame(r).code for _, r in pool.answers(1)] == [ResponseCode.SUCCESS]
+        assert trims == [1]
     finally:
         pool.close()
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from worker.procs import sweep_stale
+from worker.procs import TRIM_AFTER_BYTES, TRIM_EVERY_S, Trim, sweep_stale
 
 
 def test_sweep_removes_only_directories_of_dead_pids(tmp_path: Path) -> None:
@@ -23,3 +23,19 @@ def test_sweep_removes_only_directories_of_dead_pids(tmp_path: Path) -> None:
 
 def test_sweep_of_a_missing_base_is_a_no_op(tmp_path: Path) -> None:
     assert sweep_stale(tmp_path / "absent") == 0
+
+
+def test_heap_pages_go_back_after_large_work_at_most_once_a_period() -> None:
+    now = [100.0]
+    trims: list[float] = []
+    trim = Trim(lambda: now[0], lambda: trims.append(now[0]))
+    trim.after(TRIM_AFTER_BYTES - 1)  # a batch of route lookups: nothing to give back
+    assert trims == []
+    trim.after(TRIM_AFTER_BYTES)
+    assert trims == [100.0]
+    now[0] += TRIM_EVERY_S / 2
+    trim.after(10 * TRIM_AFTER_BYTES)  # too soon
+    assert trims == [100.0]
+    now[0] = 100.0 + TRIM_EVERY_S
+    trim.after(TRIM_AFTER_BYTES)
+    assert trims == [100.0, 100.0 + TRIM_EVERY_S]

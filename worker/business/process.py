@@ -32,13 +32,12 @@ from worker.business.failures import WRITE_FAILURES, system_error
 from worker.business.processors import BODY_IN_PLACE, handle, on_channel_destroy
 from worker.frame_arena import ArenaReader
 from worker.metrics import NO_REPLY, Pusher, WorkerMetrics, origin_of
-from worker.procs import announce_ready, give_back_memory, io_endpoint, start_worker_process
+from worker.procs import Trim, announce_ready, io_endpoint, start_worker_process
 
 log = logging.getLogger("pynamesrv.business")
 DRAIN_MESSAGES = 16  # messages taken from one socket before looking at the others
 FIRST_HELLO_S = 10.0  # at start, how long the first hello waits for the I/O workers to listen
 HELLO_SLICE_S = 0.05  # ... looking at whether the worker was told to stop this often
-TRIM_EVERY_S = 1.0  # after a large frame, free heap pages go back at most this often
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ class BusinessWorker:
         self.lane = wire.LANE_READ if cfg.read_only else wire.LANE_ALL
         self.hello_message = wire.hello(self.lane, os.getpid())
         self.next_hello = 0.0
-        self.next_trim = 0.0
+        self.trim = Trim(time.monotonic)
         self.m = WorkerMetrics("business", cfg.index)
         self.bad = limits.bad_requests(log)
         self.pusher = Pusher(zctx, Path(cfg.run))
@@ -150,7 +149,9 @@ class BusinessWorker:
             micros.append(int((end - start) * 1e6))
             self._hello_if_due()
             start = clock()
-        return wire.pack_replies(replies, micros)
+        packed = wire.pack_replies(replies, micros)
+        self.trim.after(len(payload) + len(packed))  # a registration, a topic list
+        return packed
 
     def _process_shared(self, io_index: int, payload: memoryview) -> bytes:
         """A large frame in the I/O worker's shared memory, answered as a batch of one."""
@@ -168,9 +169,7 @@ class BusinessWorker:
             return wire.pack_replies([(conn, wire.CLOSE)], [0])
         reply = self.process(conn.decode(), frame, shared=True)
         end = time.perf_counter()
-        if end >= self.next_trim:  # a large frame was decoded: its garbage is freed now
-            give_back_memory()
-            self.next_trim = end + TRIM_EVERY_S
+        self.trim.after(length)
         return wire.pack_replies([(conn, reply)], [int((end - start) * 1e6)])
 
     def process(self, channel: str, frame: bytes | memoryview, shared: bool = False) -> bytes:

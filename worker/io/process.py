@@ -26,7 +26,13 @@ from worker.io.hub import Hub
 from worker.io.route_replies import RouteReplies
 from worker.io.sources import accept, receive_handoffs, stop_receiving
 from worker.metrics import Pusher
-from worker.procs import announce_ready, io_endpoint, start_worker_process
+from worker.procs import (
+    TRIM_EVERY_S,
+    announce_ready,
+    give_back_memory,
+    io_endpoint,
+    start_worker_process,
+)
 
 log = logging.getLogger("pynamesrv.io")
 
@@ -60,7 +66,9 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context[zmq.Socket[bytes]]) -> None:
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     timers = [asyncio.ensure_future(_every(wire.HEARTBEAT_S, hub.tick)),
               asyncio.ensure_future(_every(min(1.0, cfg.idle_timeout_s / 4),
-                                           hub.check_connections))]
+                                           hub.check_connections)),
+              # the frames read and the replies built leave free heap pages behind
+              asyncio.ensure_future(_every(TRIM_EVERY_S, give_back_memory))]
     announce_ready(zctx, Path(cfg.run), "io", cfg.index)
     hub.pusher = Pusher(zctx, Path(cfg.run))
     await stop.wait()
