@@ -96,7 +96,7 @@ TRIM_AFTER_BYTES = 32 << 10  # work moving this many bytes leaves heap pages wor
 class Trim:
     """Gives free heap pages back (`give_back_memory`) after work that moved at least
     TRIM_AFTER_BYTES (a registration decoded, a topic list built), at most once every
-    TRIM_EVERY_S of ``clock``. A trim costs about 0.1 ms; without them a worker kept the
+    TRIM_EVERY_S of ``clock``. A trim costs 0.1–1.4 ms; without them a worker kept the
     pages its large bodies had used, 6–10 MB each at 100,000 topics."""
 
     __slots__ = ("_clock", "_give_back", "_next")
