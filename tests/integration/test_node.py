@@ -165,6 +165,40 @@ def test_sigterm_exits_zero_and_keeps_acknowledged_kv(tmp_path: Path) -> None:
         again.stop()
 
 
+def test_sigterm_to_the_whole_group_answers_what_was_read_then_closes(tmp_path: Path) -> None:
+    """A supervisor (or systemd) signals every process of a node at once: the business
+    workers still answer what the I/O workers had read, nothing more is read, and the
+    clients see their connections close as soon as that is done, not at the drain bound."""
+    n = NodeProcess(tmp_path / "group", props={"shutdownDrainMillis": "60000"}).start()
+    try:
+        assert n.proc is not None
+        writer, reader = Conn(n.addr, timeout=20), Conn(n.addr, timeout=20)
+        sent = [writer.send(kv_put("ns", f"k{i}", "v")) for i in range(5000)]
+        first = writer.recv()
+        os.killpg(n.proc.pid, signal.SIGTERM)
+        replies = [first]
+        with pytest.raises(ConnectionError):
+            while True:
+                replies.append(writer.recv())
+        assert {r.code for r in replies} == {ResponseCode.SUCCESS}  # none lost on the way
+        assert len({r.opaque for r in replies}) == len(replies) and \
+            {r.opaque for r in replies} <= set(sent)
+        with pytest.raises(ConnectionError):  # a client that goes on asking is closed
+            while True:
+                reader.call(route("T"))
+        assert n.proc.wait(timeout=20) == 0
+    finally:
+        n.stop()
+    again = NodeProcess(tmp_path / "group", port=free_port()).start()
+    try:
+        c = Conn(again.addr)
+        for r in replies:
+            key = f"k{sent.index(r.opaque)}"
+            assert c.call(kv_get("ns", key)).ext_fields == {"value": "v"}, key
+    finally:
+        again.stop()
+
+
 def _run_node(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "worker.controller", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=30)

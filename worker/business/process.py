@@ -5,6 +5,9 @@ owns the connection). Each batch of requests is processed in order and
 answered with one message, which carries the time each request took (the I/O
 worker prices requests by it: ``worker.io.pricing``); channel-destroyed events run the
 route cleanup. The loop is a plain blocking poller: no event loop is needed here.
+A SIGTERM (a supervisor's reaches the whole process group at once) ends the worker only
+once no I/O worker is left to send it work: the I/O workers stop first and answer what
+they hold, which needs this worker until they are gone (``worker.controller``).
 With ACL on, the accounts file is looked at with every heartbeat (at most once a
 second), whatever the traffic, so a withdrawn account is dropped even when every
 request it sends is answered by an I/O worker's route reply cache.
@@ -38,6 +41,7 @@ log = logging.getLogger("pynamesrv.business")
 DRAIN_MESSAGES = 16  # messages taken from one socket before looking at the others
 FIRST_HELLO_S = 10.0  # at start, how long the first hello waits for the I/O workers to listen
 HELLO_SLICE_S = 0.05  # ... looking at whether the worker was told to stop this often
+STOPPING_POLL_MS = 20  # once told to stop: how often it looks whether an I/O worker is left
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ class BusinessWorker:
         self.poller = zmq.Poller()
         for s in self.sockets:
             self.poller.register(s, zmq.POLLIN)
-        self.running = True
+        self.stopping = False
         self.lane = wire.LANE_READ if cfg.read_only else wire.LANE_ALL
         self.hello_message = wire.hello(self.lane, os.getpid())
         self.next_hello = 0.0
@@ -91,7 +95,7 @@ class BusinessWorker:
         deadline = time.monotonic() + wait_s
         for sock in self.sockets:
             # in slices: a SIGTERM meanwhile (the node failed to start) ends the wait
-            while (self.running and time.monotonic() < deadline
+            while (not self.stopping and time.monotonic() < deadline
                    and not connected(sock, min(deadline, time.monotonic() + HELLO_SLICE_S))):
                 pass
             self._send(sock, self.hello_message)
@@ -114,12 +118,18 @@ class BusinessWorker:
             sock.send(message, flags=wire.NOBLOCK, copy=False)
 
     def serve(self) -> None:
-        while self.running:
+        while not self.stopping or self.io_left():
             self._hello_if_due()
-            for sock, _ in self.poller.poll(timeout=int(wire.HEARTBEAT_S * 1000)):
+            wait_ms = STOPPING_POLL_MS if self.stopping else int(wire.HEARTBEAT_S * 1000)
+            for sock, _ in self.poller.poll(timeout=wait_ms):
                 self._drain(sock)
             if self.pusher.due():
                 self.pusher.push(self.m)
+
+    def io_left(self) -> bool:
+        """Whether an I/O worker is still connected (an IMMEDIATE socket can send only then)."""
+        now = time.monotonic()
+        return any(connected(sock, now) for sock in self.sockets)
 
     def _drain(self, sock: zmq.Socket[bytes]) -> None:
         for _ in range(DRAIN_MESSAGES):
@@ -229,7 +239,7 @@ def run(cfg: BusinessConfig) -> None:
     gc.freeze()  # start-up objects never need scanning again
 
     def stop(_sig: int, _frame: object) -> None:
-        worker.running = False
+        worker.stopping = True
 
     signal.signal(signal.SIGTERM, stop)
     worker.hello(FIRST_HELLO_S)
