@@ -9,11 +9,18 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from cluster.core.protocol.codes import FLAG_ONEWAY, RequestCode, ResponseCode, SerializeType
+from cluster.core.protocol.codes import (
+    FLAG_ONEWAY,
+    V5_3_1,
+    RequestCode,
+    ResponseCode,
+    SerializeType,
+)
 from cluster.core.protocol.command import RemotingCommand
 from tests.nodeproc import ROOT, Conn, NodeProcess, free_port, poll_until
 
@@ -197,6 +204,35 @@ def test_sigterm_to_the_whole_group_answers_what_was_read_then_closes(tmp_path: 
             assert c.call(kv_get("ns", key)).ext_fields == {"value": "v"}, key
     finally:
         again.stop()
+
+
+def test_during_the_go_away_window_older_clients_are_served_after_a_group_sigterm(
+        tmp_path: Path) -> None:
+    """5.x graceful shutdown under a supervisor's SIGTERM (every process of the node at
+    once): for ``shutdownWaitTimeSeconds`` a client newer than 5.3.1 is told to go away
+    and an older one is served as usual, by business workers that are still there."""
+    n = NodeProcess(tmp_path / "go-away", props={"enableShutdownGracefully": "true",
+                                                 "shutdownWaitTimeSeconds": "2"}).start()
+    try:
+        assert n.proc is not None
+        old, new = Conn(n.addr, timeout=10), Conn(n.addr, timeout=10)
+        assert old.call(kv_put("ns", "before", "v")).code == ResponseCode.SUCCESS
+        os.killpg(n.proc.pid, signal.SIGTERM)
+        began = time.monotonic()
+        poll_until(lambda: new.call(RemotingCommand(
+            code=RequestCode.GET_KV_CONFIG, version=V5_3_1 + 1,
+            ext_fields={"namespace": "ns", "key": "before"})).code == ResponseCode.GO_AWAY,
+            timeout=10, what="GO_AWAY for a 5.x client")
+        served = []
+        with pytest.raises(ConnectionError):
+            while True:
+                assert old.call(kv_put("ns", f"k{len(served)}", "v")).code == \
+                    ResponseCode.SUCCESS
+                served.append(time.monotonic() - began)
+        assert served and served[-1] >= 1.0, served  # answered well into the 2 s window
+        assert n.proc.wait(timeout=20) == 0
+    finally:
+        n.stop()
 
 
 def _run_node(*args: str) -> subprocess.CompletedProcess[str]:
