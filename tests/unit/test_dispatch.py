@@ -362,10 +362,25 @@ def test_with_no_read_worker_reads_and_writes_take_turns_on_the_writers() -> Non
 
 def test_work_of_a_connection_that_reads_nothing_does_not_keep_a_drain_waiting() -> None:
     d = make()
+    d.seen(b"b0", 0.0)
     d.park(b"stuck", "h")
     d.submit(b"stuck", frame(101), address="h")
     assert d.idle() and d.pending == 1
     d.unpark(b"stuck")
+    assert not d.idle()
+
+
+def test_work_no_business_worker_is_left_for_does_not_keep_a_drain_waiting() -> None:
+    d = make()
+    peer, _ = d.seen(b"b0", 0.0)
+    d.submit(b"c", frame(105), address="h")
+    d.submit(b"c", frame(105), address="h")
+    [(_, sent)] = d.batches()
+    assert not d.idle()
+    assert d.drop(peer, 1.0) == sent  # answered as lost by the caller
+    d.submit(b"c", frame(105), address="h")
+    assert d.idle() and d.pending == 1  # queued, but no worker will ever take it
+    d.seen(b"b1", 2.0)
     assert not d.idle()
 
 

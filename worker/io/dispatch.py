@@ -178,7 +178,10 @@ class Dispatcher:
 
     def idle(self) -> bool:
         """Nothing in flight and nothing that could be sent (requests of connections whose
-        replies cannot be written wait for them, not for a drain)."""
+        replies cannot be written wait for them, not for a drain), or no business worker
+        left to send it to (a stopping node starts none again)."""
+        if not any(p.alive for p in self.peers.values()):
+            return True
         return all(q.peek() is None for q in self.queues) and \
             all(not p.inflight for p in self.peers.values())
 
