@@ -96,7 +96,6 @@ class Connection(asyncio.BufferedProtocol):
         self.write_blocked_since: float | None = None  # replies cannot be written since then
         self.partial_since: float | None = None  # an incomplete frame started then
         self._reading = True
-        self._ended = False  # the worker shuts down: nothing more is read (``stop_reading``)
         self._yielded = False  # reading stopped until the other connections had their turn,
         # or until the large-frame worker is tried again (``_held``)
         self._held = b""  # the bytes read of a large frame waiting for a busy large worker
@@ -307,7 +306,7 @@ class Connection(asyncio.BufferedProtocol):
             return
         held = self.pending + self.transport.get_write_buffer_size()
         limit, count, most = self.hub.cfg.pending_max, self.outstanding, self.hub.cfg.requests_max
-        want = not self._ended and self.write_blocked_since is None and (
+        want = not self.hub.draining and self.write_blocked_since is None and (
             (held <= limit // 2 and count <= most // 2)
             or (self._reading and held <= limit and count <= most))
         if want != self._reading:
@@ -319,11 +318,6 @@ class Connection(asyncio.BufferedProtocol):
                     self.partial_since = self.hub.now()
             else:
                 self.transport.pause_reading()
-
-    def stop_reading(self) -> None:
-        """The worker shuts down: what was read is answered, nothing more is read."""
-        self._ended = True
-        self.update_reading()
 
     @property
     def reading(self) -> bool:

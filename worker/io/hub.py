@@ -100,6 +100,7 @@ class Hub:
         self.five = self.dialect.five  # read per frame: an Enum property costs a lookup
         self.shapes = RequestShapes(self.five)  # first route lookups' requests, read
         self.going_away = False  # shutting down gracefully: new clients get GO_AWAY
+        self.draining = False  # shutting down: nothing more is read (``stop_reading``)
 
     def now(self) -> float:
         return self.loop.time()
@@ -492,6 +493,12 @@ class Hub:
         for (limit, _), n in self.hits.counts.items():
             m.limits[limit] = m.limits.get(limit, 0) + n
         return m
+
+    def stop_reading(self) -> None:
+        """Shutting down: what was read is answered, nothing more is read."""
+        self.draining = True
+        for conn in list(self.conns.values()):
+            conn.update_reading()
 
     def idle(self) -> bool:
         return self.lanes.idle()

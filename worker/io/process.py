@@ -77,8 +77,7 @@ async def _serve(cfg: IoConfig, zctx: zmq.Context[zmq.Socket[bytes]]) -> None:
         server.close()
     if receiver is not None:
         stop_receiving(loop, receiver)
-    for conn in list(hub.conns.values()):
-        conn.stop_reading()  # the drain answers what was read; a client sees the close
+    hub.stop_reading()  # the drain answers what was read; a client sees the close
     await _drain(hub, cfg.drain_ms / 1000)
     hub.closing = True
     for t in timers:
