@@ -208,10 +208,12 @@ def fuzz(inputs: int, seed: int, max_len: int, work: Path, engine: str,
         (corpus / hashlib.sha1(data).hexdigest()).write_bytes(data[:max_len])
     (work / "codec.dict").write_text("\n".join(DICTIONARY) + "\n")
     summary = Summary(engine, seed, len(seeds))
+    # -reload=0: libFuzzer's reload of the corpus directory (every second by default) runs
+    # its files again and counts them, so the number of inputs run would depend on timing
     argv = [sys.executable, "-m", "tests.fuzz.run", "--child", engine, "--crash-dir",
             str(crash_dir), "--inputs", str(inputs), "--seed", str(seed),
             "--max-len", str(max_len), "--",
-            f"-runs={inputs}", f"-seed={seed}", f"-max_len={max_len}", "-timeout=20",
+            f"-runs={inputs}", f"-seed={seed}", f"-max_len={max_len}", "-timeout=20", "-reload=0",
             "-rss_limit_mb=3072", f"-dict={work / 'codec.dict'}", "-print_final_stats=1",
             str(corpus)]
     start = time.monotonic()
