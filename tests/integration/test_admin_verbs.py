@@ -213,6 +213,13 @@ def route_brokers(client: NameServerClient, addr: str, topic: str) -> set[str]:
         return set()
 
 
+def broker_names(client: NameServerClient, addr: str) -> set[str]:
+    try:
+        return set(client.get_cluster_info(addr=addr)["brokerAddrTable"])
+    except ClientError:
+        return set()
+
+
 def cluster_topics(client: NameServerClient, addr: str, cluster: str) -> frozenset[str]:
     try:
         return frozenset(client.get_topics_by_cluster(cluster, addr=addr)["topicList"])
@@ -245,6 +252,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             list(pool.map(lambda b: b.start(), brokers))
         client = NameServerClient(ns)
         five, four = (b.addr for b in brokers)
+        # Each broker's own registration first: a created topic's registration reaching a
+        # node before it would be the broker's first table there, and a node following 4.9.8
+        # then applies none of its later tables of the same data version (nor does Java
+        # 4.9.8). A 5.5 broker starting registers only with the NameServers its client has
+        # connected to by then; the others get its table at its next heartbeat.
+        poll_until(lambda: all(broker_names(client, n.addr) >= {"broker-five", "broker-four"}
+                               for n in nodes),
+                   timeout=60, interval=0.2, what="each broker's registration on every node")
         for broker, topic in ((five, "AdminT"), (four, "AdminT"), (four, "DelA"), (four, "DelB")):
             create_topic(client, broker, topic)
         wanted = {"AdminT": {"broker-five", "broker-four"}, "DelA": {"broker-four"},
