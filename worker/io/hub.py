@@ -29,11 +29,7 @@ from cluster.core.procs import stopped_or_gone
 from cluster.core.protocol.codes import ResponseCode
 from cluster.core.protocol.command import response_to
 from cluster.core.protocol.dialect import dialect_of
-from cluster.core.protocol.frame import (
-    FrameError,
-    decode_command,
-    encode_command,
-)
+from cluster.core.protocol.frame import FrameError, decode_command, encode_command
 from cluster.core.protocol.peek import peek_code, without_body
 from worker import limits, wire
 from worker.frame_arena import FrameArena
@@ -499,6 +495,3 @@ class Hub:
         self.draining = True
         for conn in list(self.conns.values()):
             conn.update_reading()
-
-    def idle(self) -> bool:
-        return self.lanes.idle()

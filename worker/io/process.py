@@ -135,9 +135,9 @@ async def _go_away_window(hub: Hub, store: Store) -> None:
 
 async def _drain(hub: Hub, bound_s: float) -> None:
     deadline = hub.now() + bound_s
-    while not hub.idle() and hub.now() < deadline:
+    while not hub.lanes.idle() and hub.now() < deadline:
         await asyncio.sleep(0.01)
-    if not hub.idle():
+    if not hub.lanes.idle():
         log.warning("event=drain_timeout pending=%d", hub.lanes.pending)
 
 
