@@ -9,10 +9,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TypeVar
 
 import psutil
 
@@ -113,6 +114,7 @@ class NodeProcess:
             lines = [f"{k}={v}" for k, v in settings.items()]
             self.config.write_text("\n".join(lines) + "\n")
         self.proc: subprocess.Popen[str] | None = None
+        self.err_file: IO[bytes] | None = None  # its stderr while it runs: ``log()``
         self.boot_line = ""
         self.stopped_err = ""
 
@@ -131,10 +133,20 @@ class NodeProcess:
         return self.wait_boot(timeout)
 
     def launch(self) -> None:
-        """Start the process; ``wait_boot`` waits for its boot line."""
+        """Start the process; ``wait_boot`` waits for its boot line. Its stderr goes to an
+        unnamed temporary file, not a pipe: nothing reads it while the node runs (``log()``
+        does on demand), and a node that logged more than a pipe holds would block."""
+        self.err_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by finish_stop
         self.proc = subprocess.Popen(self.argv(), cwd=ROOT, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True,
+                                     stderr=self.err_file, text=True,
                                      start_new_session=True)
+
+    def log(self) -> str:
+        """What the node wrote to stderr so far (all of it once it stopped)."""
+        if self.err_file is None:
+            return self.stopped_err
+        fd = self.err_file.fileno()
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
 
     def wait_boot(self, timeout: float = 30.0) -> NodeProcess:
         assert self.proc is not None and self.proc.stdout is not None
@@ -167,7 +179,7 @@ class NodeProcess:
         return self.finish_stop(self.begin_stop())
 
     def _stopped(self) -> bool:
-        return self.proc is None or (self.proc.stderr is not None and self.proc.stderr.closed)
+        return self.proc is None or self.err_file is None
 
     def begin_stop(self) -> list[psutil.Process]:
         """SIGTERM (unless stopped already); the workers to reap in ``finish_stop``."""
@@ -196,12 +208,13 @@ class NodeProcess:
         deadline = time.monotonic() + 5
         while not all(map(gone, kids)) and time.monotonic() < deadline:
             time.sleep(0.01)
-        err = self.proc.stderr.read() if self.proc.stderr else ""
-        for f in (self.proc.stdout, self.proc.stderr):
-            if f:
-                f.close()
-        self.stopped_err = err
-        return err
+        self.stopped_err = self.log()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        if self.err_file is not None:
+            self.err_file.close()
+            self.err_file = None
+        return self.stopped_err
 
 
 class ShellStartedNode:

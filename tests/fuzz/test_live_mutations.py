@@ -11,14 +11,12 @@ import contextlib
 import random
 import socket
 import struct
-import subprocess
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import IO
 
 import psutil
 import pytest
@@ -28,7 +26,7 @@ from cluster.core.protocol.codes import RequestCode, ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand
 from tests.conftest import Reaper
 from tests.fuzz import targets
-from tests.nodeproc import ROOT, Conn, NodeProcess, _readline_with_deadline, poll_until
+from tests.nodeproc import Conn, NodeProcess, poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -40,32 +38,6 @@ ANSWER_DEADLINE_S = 5.0
 MEMORY_BOUND = 50 * 1024 * 1024
 CLUSTER, BROKER, TOPIC = "FuzzGoodCluster", "fuzz-good-broker", "FuzzGoodTopic"
 BROKER_ADDR = "127.0.0.1:1"  # never dialled: the node does not connect to brokers
-
-
-class LoggedNode(NodeProcess):
-    """A node whose stderr goes to a file: a pipe nobody reads would fill up with one
-    warning per refused frame and stall the node."""
-
-    def __init__(self, data_dir: Path, log_path: Path) -> None:
-        super().__init__(data_dir)
-        self.log_path = log_path
-        self.log_file: IO[str] | None = None
-
-    def start(self, timeout: float = 30.0) -> LoggedNode:
-        self.log_file = open(self.log_path, "w")  # noqa: SIM115 - closed in log()
-        self.proc = subprocess.Popen(self.argv(), cwd=ROOT, stdout=subprocess.PIPE,
-                                     stderr=self.log_file, text=True, start_new_session=True)
-        line = _readline_with_deadline(self.proc, timeout)
-        if "boot success" not in line:
-            self.stop()
-            raise AssertionError(f"node did not boot: {line!r} {self.log()}")
-        return self
-
-    def log(self) -> str:
-        if self.log_file is not None:
-            self.log_file.close()
-            self.log_file = None
-        return self.log_path.read_text(errors="replace")
 
 
 def tree_memory(node: NodeProcess) -> tuple[int, str]:
@@ -250,7 +222,7 @@ def hostile_sender(port: int, index: int, stop: threading.Event, figures: Figure
         time.sleep(rng.choice((0.0, 0.001, 0.005)))  # seeded pacing between connections
 
 
-def run_traffic(node: LoggedNode, figures: Figures, seeds: list[bytes]) -> None:
+def run_traffic(node: NodeProcess, figures: Figures, seeds: list[bytes]) -> None:
     """Good clients and hostile senders side by side for DURATION_S (or the first failure)."""
     stop = threading.Event()
     threads = [threading.Thread(target=good_client, args=(node.addr, i, stop, figures))
@@ -268,7 +240,7 @@ def run_traffic(node: LoggedNode, figures: Figures, seeds: list[bytes]) -> None:
     assert not any(t.is_alive() for t in threads)
 
 
-def open_connections(node: LoggedNode) -> int:
+def open_connections(node: NodeProcess) -> int:
     """Established TCP connections the node's I/O workers hold on its port."""
     count = 0
     for proc in node.children():
@@ -281,7 +253,7 @@ def open_connections(node: LoggedNode) -> int:
 @pytest.mark.serial  # its answered-request floor assumes the machine to itself
 def test_mutated_frames_from_many_connections(tmp_path: Path, reaper: Reaper) -> None:
     seeds = targets.seed_frames()
-    node = LoggedNode(tmp_path / "node", tmp_path / "node.log").start()
+    node = NodeProcess(tmp_path / "node").start()
     assert node.proc is not None
     reaper.track_pgid(node.proc.pid)
     figures = Figures()
@@ -335,7 +307,7 @@ def test_mutated_frames_from_many_connections(tmp_path: Path, reaper: Reaper) ->
 def test_deeply_nested_ext_field_value_kills_no_worker(tmp_path: Path, reaper: Reaper) -> None:
     """Found by fuzzing the codec: one such request ended a business worker (decode_command
     leaked TypeError). Now the connection is closed, as for any malformed header."""
-    node = LoggedNode(tmp_path / "node", tmp_path / "node.log").start()
+    node = NodeProcess(tmp_path / "node").start()
     assert node.proc is not None
     reaper.track_pgid(node.proc.pid)
     try:

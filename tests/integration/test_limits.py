@@ -3,7 +3,6 @@ counts the hit and logs it once per peer, while other clients keep being answere
 
 from __future__ import annotations
 
-import os
 import socket
 import struct
 import time
@@ -122,7 +121,7 @@ def test_a_peer_that_reads_nothing_is_closed_with_bounded_memory(node: NodeProce
             sent += 1
     except (TimeoutError, BrokenPipeError, ConnectionResetError):
         pass  # the node stopped reading from this peer, or closed it
-    poll_until(lambda: "limit=connectionWriteTimeoutSeconds" in _peek_log(node), timeout=20,
+    poll_until(lambda: "limit=connectionWriteTimeoutSeconds" in node.log(), timeout=20,
                what="the stalled peer to be closed")
     poll_until(lambda: answered_within(node, 2.0), timeout=30,
                what="the node to answer others once the requests in flight are done")
@@ -139,22 +138,6 @@ def register_many(topics: list[str]) -> RemotingCommand:
         "dataVersion": {"counter": 1, "timestamp": 1}, "topicConfigTable": table}})
     return RemotingCommand(code=RequestCode.REGISTER_BROKER, version=409, body=body,
                            ext_fields={**BROKER, "compressed": "false", "bodyCrc32": "0"})
-
-
-def _peek_log(node: NodeProcess) -> str:
-    """The node's stderr so far, without stopping it."""
-    assert node.proc is not None and node.proc.stderr is not None
-    fd = node.proc.stderr.fileno()
-    os.set_blocking(fd, False)
-    chunks = []
-    try:
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-    except BlockingIOError:
-        pass
-    os.set_blocking(fd, True)
-    node.peeked = getattr(node, "peeked", "") + b"".join(chunks).decode()  # type: ignore[attr-defined]
-    return node.peeked  # type: ignore[attr-defined]
 
 
 def test_limits_leave_the_workers_alone(node: NodeProcess) -> None:
