@@ -113,12 +113,26 @@ def unpack_pairs(blob: Buf) -> list[tuple[Buf, Buf]]:
     return out
 
 
-def pack_replies(pairs: Sequence[tuple[bytes | memoryview, bytes]], micros: Sequence[int]
+Reply = bytes | list[bytes]  # a reply frame, or its parts in order (joined only here)
+
+
+def pack_replies(pairs: Sequence[tuple[bytes | memoryview, Reply]], micros: Sequence[int]
                  ) -> bytes:
     """``REPLIES``: u16 n, n times u32 microseconds (what each request took the business
     worker), then ``pack_pairs`` of the n (conn, reply) pairs."""
     times = b"".join(_MICROS.pack(min(us, MAX_MICROS)) for us in micros)
-    return b"".join(_pair_parts([REPLIES, _COUNT.pack(len(pairs)), times], pairs))
+    parts: list[bytes | memoryview] = [REPLIES, _COUNT.pack(len(pairs)), times]
+    pack = _PAIR.pack
+    for conn, reply in pairs:
+        if reply.__class__ is list:
+            parts.append(pack(len(conn), sum(map(len, reply))))
+            parts.append(conn)
+            parts.extend(reply)
+        else:
+            parts.append(pack(len(conn), len(reply)))
+            parts.append(conn)
+            parts.append(reply)  # type: ignore[arg-type]
+    return b"".join(parts)
 
 
 def unpack_replies(payload: bytes | memoryview) -> tuple[list[tuple[bytes, bytes]], list[int]]:

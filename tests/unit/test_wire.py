@@ -42,3 +42,13 @@ def test_replies_read_from_a_view_of_the_message_come_out_as_bytes() -> None:
     replies, micros = wire.unpack_replies(memoryview(message)[1:])
     assert replies == pairs and micros == [3, 4]
     assert all(type(conn) is bytes and type(reply) is bytes for conn, reply in replies)
+
+
+def test_a_reply_given_in_parts_packs_as_the_frame_they_make() -> None:
+    """A business worker hands a reply's head and body over unjoined; the message holds the
+    frame they make, so the I/O worker reads no difference."""
+    head, body = b"\x00\x00\x00\x10head", b"b" * 3_000_000
+    message = wire.pack_replies([(b"0.1.7", [head, body]), (b"0.1.8", [])], [5, 6])
+    assert message == wire.pack_replies([(b"0.1.7", head + body), (b"0.1.8", b"")], [5, 6])
+    assert wire.unpack_replies(message[1:]) == ([(b"0.1.7", head + body), (b"0.1.8", b"")],
+                                                [5, 6])

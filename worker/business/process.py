@@ -26,7 +26,7 @@ from pathlib import Path
 
 import zmq
 
-from cluster.core.protocol.frame import FrameError, decode_command, encode_command
+from cluster.core.protocol.frame import FrameError, decode_command, encode_command_parts
 from state.store import Store
 from worker import limits, wire
 from worker.business.acl.addresses import remote_host
@@ -182,7 +182,8 @@ class BusinessWorker:
         self.trim.after(length)
         return wire.pack_replies([(conn, reply)], [int((end - start) * 1e6)])
 
-    def process(self, channel: str, frame: bytes | memoryview, shared: bool = False) -> bytes:
+    def process(self, channel: str, frame: bytes | memoryview, shared: bool = False
+                ) -> wire.Reply:
         """The encoded reply to one frame, or b"" when nothing must be sent. A ``shared``
         frame (in an I/O worker's file, valid until this reply) keeps its body there for
         the codes whose handlers read it in place (``BODY_IN_PLACE``)."""
@@ -208,7 +209,7 @@ class BusinessWorker:
             self.m.request(cmd.code, NO_REPLY, origin=origin)
             return b""
         self.m.request(cmd.code, reply.code, origin=origin)
-        return encode_command(reply)
+        return encode_command_parts(reply)
 
     def _channels_destroyed(self, closed: list[tuple[str, str]]) -> None:
         try:

@@ -386,10 +386,17 @@ def _encode_binary_header(cmd: RemotingCommand) -> bytes:
 
 def encode_command(cmd: RemotingCommand) -> bytes:
     """The complete frame (with its length word) in ``cmd.serialize_type``."""
+    return b"".join(encode_command_parts(cmd))
+
+
+def encode_command_parts(cmd: RemotingCommand) -> list[bytes]:
+    """The frame of `encode_command` as its head (length words and header) and its body, not
+    joined: a large body (a topic list) is copied once, into where the frame goes next."""
     if cmd.serialize_type is SerializeType.ROCKETMQ:
         header = _encode_binary_header(cmd)
     else:
         header = _encode_json_header(cmd)
     body = cmd.body or b""
-    return FRAME_PREFIX.pack(4 + len(header) + len(body),
-                             (int(cmd.serialize_type) << STYPE_SHIFT) | len(header)) + header + body
+    head = FRAME_PREFIX.pack(4 + len(header) + len(body),
+                             (int(cmd.serialize_type) << STYPE_SHIFT) | len(header)) + header
+    return [head, body] if body else [head]
