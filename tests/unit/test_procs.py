@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from worker.procs import TRIM_AFTER_BYTES, TRIM_EVERY_S, Trim, sweep_stale
+from worker.procs import TRIM_AFTER_BYTES, TRIM_AFTER_WORK_S, Trim, sweep_stale
 
 
 def test_sweep_removes_only_directories_of_dead_pids(tmp_path: Path) -> None:
@@ -33,9 +33,9 @@ def test_heap_pages_go_back_after_large_work_at_most_once_a_period() -> None:
     assert trims == []
     trim.after(TRIM_AFTER_BYTES)
     assert trims == [100.0]
-    now[0] += TRIM_EVERY_S / 2
+    now[0] += TRIM_AFTER_WORK_S / 2
     trim.after(10 * TRIM_AFTER_BYTES)  # too soon
     assert trims == [100.0]
-    now[0] = 100.0 + TRIM_EVERY_S
+    now[0] = 100.0 + TRIM_AFTER_WORK_S
     trim.after(TRIM_AFTER_BYTES)
-    assert trims == [100.0, 100.0 + TRIM_EVERY_S]
+    assert trims == [100.0, 100.0 + TRIM_AFTER_WORK_S]
