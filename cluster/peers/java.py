@@ -129,11 +129,21 @@ def _properties(path: Path, values: dict[str, str]) -> Path:
     return path
 
 
+def _homes(workdir: Path) -> list[str]:
+    """The JVM's home, RocketMQ's and the JVM's temporary files in ``workdir`` (``tmp``): a
+    5.x broker's self-signed TLS certificate and the RocksDB library it unpacks (12 MB),
+    mqadmin's static-topic dumps. A peer that is killed leaves them there, not in the
+    machine's temporary directory."""
+    tmp = workdir / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    return [f"-Duser.home={workdir}", f"-Drocketmq.home.dir={workdir}",
+            f"-Djava.io.tmpdir={tmp}"]
+
+
 def _jvm(release: Release, component: str, workdir: Path, heap: str, gc: str,
          extra: Sequence[str] = ()) -> list[str]:
-    return [java_binary(), *jvm_options(heap, gc), *extra, f"-Duser.home={workdir}",
-            f"-Drocketmq.home.dir={workdir}", "-cp", classpath(release, component),
-            MAIN_CLASS[component]]
+    return [java_binary(), *jvm_options(heap, gc), *extra, *_homes(workdir),
+            "-cp", classpath(release, component), MAIN_CLASS[component]]
 
 
 def namesrv(release: Release, port: int, workdir: Path, heap: str = "256m",
@@ -208,9 +218,7 @@ def proxy(release: Release, workdir: Path, namesrv_addr: str, cluster: str, grpc
 def client_program(release: Release, main_class: str, class_dir: Path, home: Path,
                    args: Sequence[str], heap: str = "256m") -> PeerCommand:
     """A program compiled against the release's client and admin jars (``javac_argv``)."""
-    home.mkdir(parents=True, exist_ok=True)
-    argv = [java_binary(), *jvm_options(heap), "-XX:TieredStopAtLevel=1",
-            f"-Duser.home={home}", f"-Drocketmq.home.dir={home}",
+    argv = [java_binary(), *jvm_options(heap), "-XX:TieredStopAtLevel=1", *_homes(home),
             "-cp", classpath(release, "tools", class_dir), main_class, *args]
     return PeerCommand(argv, home)
 

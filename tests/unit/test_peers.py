@@ -114,6 +114,7 @@ def test_namesrv_command_binds_loopback_and_keeps_its_files(peers_cache: Path,
         assert ("bindAddress=127.0.0.1" in props) == (rel == "5.5")
         assert cmd.argv[-2:] == ["-c", str(work / "namesrv.properties")]
         assert "-Xmx128m" in cmd.argv and f"-Duser.home={work}" in cmd.argv
+        assert f"-Djava.io.tmpdir={work / 'tmp'}" in cmd.argv and (work / "tmp").is_dir()
         assert cmd.env["ROCKETMQ_HOME"] == str(work)
         assert cmd.env["LD_PRELOAD"] == str(tmp_path / "bindlo.so")
         assert (work / "conf" / "logback_namesrv.xml").exists() == (rel == "4.9")
