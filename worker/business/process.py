@@ -184,7 +184,8 @@ class BusinessWorker:
 
     def process(self, channel: str, frame: bytes | memoryview, shared: bool = False
                 ) -> wire.Reply:
-        """The encoded reply to one frame, or b"" when nothing must be sent. A ``shared``
+        """The encoded reply to one frame (its head and body, ``wire.Reply``), or b"" when
+        nothing must be sent (``wire.CLOSE``: close the connection). A ``shared``
         frame (in an I/O worker's file, valid until this reply) keeps its body there for
         the codes whose handlers read it in place (``BODY_IN_PLACE``)."""
         try:
