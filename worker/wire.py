@@ -79,14 +79,20 @@ def pack_pairs(pairs: Sequence[tuple[bytes | memoryview, bytes | memoryview]],
 
 
 def _pair_parts(parts: list[bytes | memoryview],
-                pairs: Sequence[tuple[bytes | memoryview, bytes | memoryview]]
+                pairs: Sequence[tuple[bytes | memoryview, bytes | memoryview | list[bytes]]]
                 ) -> list[bytes | memoryview]:
-    """``parts`` followed by the pieces of ``pack_pairs``, to be joined once."""
+    """``parts`` followed by the pieces of ``pack_pairs``, to be joined once; a payload given
+    as a list of parts (a reply's head and body) goes in as those parts."""
     pack = _PAIR.pack
     for conn, payload in pairs:
-        parts.append(pack(len(conn), len(payload)))
-        parts.append(conn)
-        parts.append(payload)
+        if payload.__class__ is list:
+            parts.append(pack(len(conn), sum(map(len, payload))))
+            parts.append(conn)
+            parts.extend(payload)
+        else:
+            parts.append(pack(len(conn), len(payload)))
+            parts.append(conn)
+            parts.append(payload)  # type: ignore[arg-type]
     return parts
 
 
@@ -121,18 +127,7 @@ def pack_replies(pairs: Sequence[tuple[bytes | memoryview, Reply]], micros: Sequ
     """``REPLIES``: u16 n, n times u32 microseconds (what each request took the business
     worker), then ``pack_pairs`` of the n (conn, reply) pairs."""
     times = b"".join(_MICROS.pack(min(us, MAX_MICROS)) for us in micros)
-    parts: list[bytes | memoryview] = [REPLIES, _COUNT.pack(len(pairs)), times]
-    pack = _PAIR.pack
-    for conn, reply in pairs:
-        if reply.__class__ is list:
-            parts.append(pack(len(conn), sum(map(len, reply))))
-            parts.append(conn)
-            parts.extend(reply)
-        else:
-            parts.append(pack(len(conn), len(reply)))
-            parts.append(conn)
-            parts.append(reply)  # type: ignore[arg-type]
-    return b"".join(parts)
+    return b"".join(_pair_parts([REPLIES, _COUNT.pack(len(pairs)), times], pairs))
 
 
 def unpack_replies(payload: bytes | memoryview) -> tuple[list[tuple[bytes, bytes]], list[int]]:
