@@ -406,7 +406,7 @@ class Hub:
         router = self.router
         try:
             while cast(int, router.getsockopt(wire.EVENTS)) & wire.POLLIN:
-                self._on_message(router.recv_multipart(flags=wire.NOBLOCK))
+                self._on_message(router.recv_multipart(flags=wire.NOBLOCK, copy=False))
         except zmq.Again:
             pass
         except zmq.ZMQError as exc:
@@ -414,12 +414,13 @@ class Hub:
                 log.error("event=router_error error=%r", str(exc))
         self._schedule_flush()
 
-    def _on_message(self, msg: list[bytes]) -> None:
-        if len(msg) != 2 or not msg[1]:
+    def _on_message(self, msg: list[zmq.Frame]) -> None:
+        """A business worker's message, read in place: only its replies are copied out."""
+        if len(msg) != 2 or not len(msg[1]):
             log.error("event=bad_internal_message parts=%d", len(msg))
             return
-        ident, message = msg
-        kind, payload = message[:1], memoryview(message)[1:]  # replies are copied once
+        ident, message = msg[0].bytes, msg[1].buffer
+        kind, payload = bytes(message[:1]), message[1:]
         lane, pid = wire.parse_hello(bytes(payload)) if kind == wire.HELLO else (None, 0)
         peer, back = self.lanes.seen(ident, self.now(), lane, pid)
         if peer is None:
