@@ -130,13 +130,18 @@ def pack_replies(pairs: Sequence[tuple[bytes | memoryview, Reply]], micros: Sequ
     return b"".join(_pair_parts([REPLIES, _COUNT.pack(len(pairs)), times], pairs))
 
 
-def unpack_replies(payload: bytes | memoryview) -> tuple[list[tuple[bytes, bytes]], list[int]]:
-    """The pairs and times of ``pack_replies`` (without its kind byte), each reply copied
-    once out of ``payload`` (a large list is not copied whole on its way)."""
+VIEW_FROM = 64 << 10  # a reply this long is handed on as a view of its message, not copied
+
+
+def unpack_replies(payload: bytes | memoryview
+                   ) -> tuple[list[tuple[bytes, bytes | memoryview]], list[int]]:
+    """The pairs and times of ``pack_replies`` (without its kind byte). A reply shorter than
+    ``VIEW_FROM`` is copied out of ``payload``; a longer one (a topic list) stays a view of
+    it, so the message lives until its last such reply is written."""
     (n,) = _COUNT.unpack_from(payload, 0)
     end = _COUNT.size + n * _MICROS.size
     times = [_MICROS.unpack_from(payload, _COUNT.size + i * _MICROS.size)[0] for i in range(n)]
-    return [(bytes(conn), bytes(reply))
+    return [(bytes(conn), reply if len(reply) >= VIEW_FROM else bytes(reply))
             for conn, reply in unpack_pairs(memoryview(payload)[end:])], times
 
 

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 
 from cluster.client.connection import ConnectionPool, IoLoop, tls_client_context
@@ -21,6 +22,7 @@ from cluster.core.protocol.command import RemotingCommand
 from cluster.core.protocol.frame import decode_frame
 from tests.nodeproc import Conn, NodeProcess, free_port
 from tests.unit.test_large_frames import registration
+from worker import wire
 from worker.io.connection import LARGE_FRAME
 
 pytestmark = [pytest.mark.integration,
@@ -77,7 +79,8 @@ def test_the_project_client_reads_over_tls_with_the_ca(node: NodeProcess, certs:
 
 
 def test_a_registration_of_megabytes_over_tls(node: NodeProcess, certs: Path) -> None:
-    """A frame large enough to be read into a buffer of its own, through the TLS layer."""
+    """A frame large enough to be read into a buffer of its own, through the TLS layer; and
+    a topic list long enough to be written from the business worker's message in place."""
     frame = registration(20_000)
     assert len(frame) > LARGE_FRAME * 4
     client = tls_client(node, certs)
@@ -86,6 +89,9 @@ def test_a_registration_of_megabytes_over_tls(node: NodeProcess, certs: Path) ->
         assert reply.code == ResponseCode.SUCCESS, reply.remark
         route = client.get_route("T19999")
         assert route["brokerDatas"][0]["brokerName"] == "b"
+        topics = client.get_all_topics()["topicList"]
+        assert len(orjson.dumps(topics)) > wire.VIEW_FROM
+        assert {f"T{i:05d}" for i in range(20_000)} <= set(topics)
     finally:
         close(client)
 

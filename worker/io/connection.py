@@ -323,7 +323,7 @@ class Connection(asyncio.BufferedProtocol):
     def reading(self) -> bool:
         return self._reading
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(data)
             self.last_active = self.hub.now()

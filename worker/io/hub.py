@@ -433,11 +433,11 @@ class Hub:
         if kind == wire.REPLIES:
             self._on_replies(peer, *wire.unpack_replies(payload))
 
-    def _on_replies(self, peer: Peer, replies: list[tuple[bytes, bytes]],
+    def _on_replies(self, peer: Peer, replies: list[tuple[bytes, bytes | memoryview]],
                     micros: list[int]) -> None:
         """Write replies, one write per connection per batch; the time each took prices
         its code."""
-        out: dict[bytes, list[bytes]] = {}
+        out: dict[bytes, list[bytes | memoryview]] = {}
         timed: list[tuple[float, int]] = []  # (frame in, request code) of the replies written
         for (conn_id, reply), took in zip(replies, micros, strict=False):
             answered, tag, size = self.lanes.finish(peer, took, len(reply))
@@ -448,7 +448,7 @@ class Hub:
                 if tag is not None:
                     timed.append((tag[2], tag[3]))
                     if tag[0] is not None:
-                        self.replies.learn(tag[0][0], tag[1], reply, tag[0][1])
+                        self.replies.learn(tag[0][0], tag[1], bytes(reply), tag[0][1])
         for conn_id, chunks in out.items():
             conn = self.conns.get(conn_id)
             if conn is None:
