@@ -32,6 +32,7 @@ from types import ModuleType
 
 # Compiled together: a compiled module calls another's functions and classes directly.
 MODULES = (
+    "cluster.core.javaorder",
     "cluster.core.protocol.frame",
     "worker.generation_cache",
     "worker.io.route_replies",

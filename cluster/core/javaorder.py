@@ -34,15 +34,16 @@ def string_hash(s: str) -> int:
 
 def java_hash(s: str) -> int:
     """`java.lang.String.hashCode()` as a signed 32-bit value over UTF-16 code units."""
-    units: Iterable[int]
+    h = 0
     if s.isascii():  # one UTF-16 code unit per character
-        units = s.encode("ascii")
+        data = s.encode("ascii")
+        for i in range(len(data)):
+            h = (31 * h + data[i]) & 0xFFFFFFFF
     else:
         units = array("H", s.encode("utf-16-le" if sys.byteorder == "little" else "utf-16-be",
                                     "surrogatepass"))
-    h = 0
-    for unit in units:
-        h = (31 * h + unit) & 0xFFFFFFFF
+        for unit in units:
+            h = (31 * h + unit) & 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h
 
 
@@ -96,6 +97,9 @@ def chm_spread(key: str) -> int:
     return _spread(java_hash(key)) & 0x7FFFFFFF
 
 
+Chain = str | list[str]  # a bin's keys: one key as itself (most bins), more as a list
+
+
 class ConcurrentKeys:
     """Keys of a `ConcurrentHashMap` (also `java.util.Properties` since Java 9 and
     `ConcurrentHashMap.newKeySet()`), ``bins`` bins to start with (16 by default).
@@ -106,7 +110,7 @@ class ConcurrentKeys:
 
     def __init__(self, bins: int = _DEFAULT_BINS, spreads: dict[str, int] | None = None
                  ) -> None:
-        self.bins: list[list[str] | None] = [None] * bins  # None: an empty bin
+        self.bins: list[Chain | None] = [None] * bins  # None: an empty bin
         self.count = 0
         # each key's chm_spread, read again at each growth; orderings of the same keys may
         # share it
@@ -129,7 +133,11 @@ class ConcurrentKeys:
         at = spread & (n - 1)
         chain = bins[at]
         if chain is None:
-            bins[at] = [key]
+            bins[at] = key
+        elif isinstance(chain, str):
+            if chain == key:
+                return
+            bins[at] = [chain, key]
         elif key in chain:
             return
         else:
@@ -139,24 +147,34 @@ class ConcurrentKeys:
             self._grow()
 
     def _grow(self) -> None:
-        n = len(self.bins)
+        bins = self.bins
+        n = len(bins)
         spreads = self._spreads
-        grown: list[list[str] | None] = [None] * (2 * n)
-        for i, chain in enumerate(self.bins):
+        grown: list[Chain | None] = [None] * (2 * n)
+        for i in range(n):
+            chain = bins[i]
             if chain is None:
                 continue
-            if len(chain) == 1:  # most chains: the key moves as it is
-                grown[i + n if spreads[chain[0]] & n else i] = chain
+            if isinstance(chain, str):  # the key moves as it is
+                grown[i + n if spreads[chain] & n else i] = chain
             else:
                 grown[i], grown[i + n] = _split(chain, n, spreads)
         self.bins = grown
 
     def ordered(self) -> list[str]:
-        return [k for chain in self.bins if chain is not None for k in chain]
+        out: list[str] = []
+        for chain in self.bins:
+            if chain is None:
+                continue
+            if isinstance(chain, str):
+                out.append(chain)
+            else:
+                out.extend(chain)
+        return out
 
 
 def _split(chain: list[str], n: int, spreads: dict[str, int]
-           ) -> tuple[list[str] | None, list[str] | None]:
+           ) -> tuple[Chain | None, Chain | None]:
     """One chain moved to a table of 2n bins: (stays at i, moves to i + n), None for a
     side that gets no key.
 
@@ -175,7 +193,11 @@ def _split(chain: list[str], n: int, spreads: dict[str, int]
     (high if bits[last] else low).extend(chain[last:])
     for key, bit in zip(chain[:last], bits[:last], strict=True):
         (high if bit else low).insert(0, key)
-    return low, high
+    return _chain(low), _chain(high)
+
+
+def _chain(keys: list[str]) -> Chain | None:
+    return keys if len(keys) > 1 else keys[0] if keys else None
 
 
 def properties_order(keys: Iterable[str]) -> list[str]:
