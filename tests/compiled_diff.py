@@ -6,8 +6,9 @@ MODE ``compiled`` loads this checkout's build first (and fails unless it did), `
 the sources. The inputs are the fuzz harness's seed frames and SEED's mutations of them,
 COUNT in all; each is read as a stream in seeded chunks, then every frame out of it (and
 the input itself, as one frame) goes through the frame, header and route-request
-decoders with every flag. OUT gets one line per input: the digest of what came out,
-exceptions as their type and message.
+decoders with every flag, and names cut from it (lone surrogates and repeats among them)
+through the Java orders of ``cluster.core.javaorder``. OUT gets one line per input: the
+digest of what came out, exceptions as their type and message.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def main(mode: str, seed: int, count: int, out: Path) -> int:
     if mode == "compiled" and compiled.install() != "compiled":
         print(f"not compiled: {compiled.status()}", file=sys.stderr)
         return 1
+    from cluster.core.javaorder import concurrent_order, java_hash
     from cluster.core.protocol.frame import FrameReader, decode_command, split_frame
     from tests.fuzz.targets import chunk_sizes, mutate, random_ops, seed_frames
     from worker.io.route_replies import RequestShapes, header_key, route_request
@@ -72,6 +74,11 @@ def main(mode: str, seed: int, count: int, out: Path) -> int:
                         _outcome(lambda f=frame, s=shapes: s.read(f, (header_key(f) or (f,))[0])),
                         _outcome(lambda f=frame: split_frame(f)),
                         _outcome(lambda f=frame: decode_command(f))]
+        names = [data[j : j + 1 + j % 13].decode("utf-8", "surrogateescape")
+                 for j in range(0, min(len(data), 300), 3)]
+        results += [_outcome(lambda n=names: [java_hash(name) for name in n]),
+                    _outcome(lambda n=names: concurrent_order(n, 4)),
+                    _outcome(lambda n=names: concurrent_order(n))]
         lines.append(hashlib.sha256("\n".join(results).encode()).hexdigest()[:16])
     out.write_text("\n".join(lines) + "\n")
     return 0
