@@ -9,7 +9,8 @@ from cluster.core.protocol.codes import FLAG_ONEWAY, SerializeType
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import encode_command
 from worker import wire
-from worker.controller.metrics_server import MetricsBook, NodeCollector, cumulative_buckets
+from worker.controller.metrics_book import MetricsBook
+from worker.controller.metrics_server import NodeCollector, cumulative_buckets
 from worker.metrics import (
     LATENCY_BOUNDS,
     MAX_CODES,

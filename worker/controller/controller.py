@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import zmq
 
@@ -33,7 +33,7 @@ from worker.business.process import run as run_business
 from worker.controller import store_home
 from worker.controller.bootstrap import open_state
 from worker.controller.children import Child
-from worker.controller.metrics_server import MetricsBook, MetricsServer, NodeCollector
+from worker.controller.metrics_book import MetricsBook
 from worker.controller.settings import NodeSettings, load_settings
 from worker.controller.zygote import Zygote, ZygoteGone
 from worker.io import tls
@@ -48,6 +48,9 @@ from worker.procs import (
     store_dir,
     sweep_stale,
 )
+
+if TYPE_CHECKING:
+    from worker.controller import metrics_server
 
 log = logging.getLogger("pynamesrv.node")
 READY_DEADLINE_S = 60.0
@@ -73,13 +76,15 @@ class Controller:
         self.store: Store | None = None
         self.last_scan = 0.0
         self.metrics = MetricsBook()
-        self.metrics_http: MetricsServer | None = None
+        self.metrics_http: metrics_server.MetricsServer | None = None
 
     def serve_metrics(self) -> None:
         """Serve ``/metrics`` on ``metricsPort`` (none when 0); UserError if it cannot bind."""
         s = self.s
         if not s.metrics_port:
             return
+        from worker.controller.metrics_server import MetricsServer, NodeCollector  # metrics_book
+
         collector = NodeCollector(self.metrics, lambda: self.store, self._pids, self._restarts)
         try:
             self.metrics_http = MetricsServer(s.metrics_host, s.metrics_port, collector)
