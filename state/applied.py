@@ -24,7 +24,13 @@ import orjson
 
 from cluster.core.protocol.plain_config import QueueFields
 from cluster.core.protocol.register_body import queue_fields
-from cluster.core.protocol.register_scan import KnownPieces, PieceMemo, PlainTable, TableDiff
+from cluster.core.protocol.register_scan import (
+    KnownPieces,
+    PieceMemo,
+    PlainTable,
+    TableDiff,
+    TableMemo,
+)
 from state.store import (
     APPLIED,
     APPLIED_DELTA,
@@ -45,7 +51,8 @@ class TopicTable:
     without decoding. `plain`, when given, is the same table read piece by piece: against
     the pieces of the table this name applied before, only the pieces that differ are
     decoded; a table whose pieces this process read before, in any broker's table, is not
-    decoded whole (`_PIECES`). The QueueFields share topic names and fields (`_shared`).
+    decoded whole (`_PIECES`), nor a large one whose very text another broker registered
+    (`_TABLES`). The QueueFields share topic names and fields (`_shared`).
     """
 
     __slots__ = ("_load", "_make_digest", "_queues", "_digest", "plain", "_plan", "_known")
@@ -74,12 +81,19 @@ class TopicTable:
         if self._queues is not None:
             return self._queues
         plain = self.plain
-        self._queues = None if plain is None else plain.queues_from(_PIECES)
+        if plain is not None:
+            self._queues = _TABLES.get(plain)
+            if self._queues is None:
+                self._queues = plain.queues_from(_PIECES)
+                if self._queues is not None:
+                    _TABLES.keep(plain, self._queues)
         if self._queues is None:  # (else its entries are the memo's, shared)
             self._queues = _shared(self._load())
             known = self.known()
             if known is not None:
                 _PIECES.learn(known.entries)
+                assert plain is not None  # (known)
+                _TABLES.keep(plain, self._queues)
         return self._queues
 
     def known(self) -> KnownPieces | None:
@@ -345,6 +359,9 @@ APPLIED_MEMO_SIZE = 32
 # Pieces of topic tables, with their entries, read in any broker's table (`TopicTable`).
 PIECES_MAX_BYTES = 8 << 20  # about 20 MB held: 47,000 pieces of 5.x TopicConfigs
 _PIECES = PieceMemo(PIECES_MAX_BYTES)
+# Whole tables of 256 KiB or more (about 1,500 5.x TopicConfigs) with what they read as: the
+# masters of a cluster of 10,000 topics each register the same 1.7 MB table (`TopicTable`).
+_TABLES = TableMemo(256 << 10, 12 << 20)
 
 
 STAMP_BYTES = 16
