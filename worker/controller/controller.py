@@ -83,7 +83,8 @@ class Controller:
         s = self.s
         if not s.metrics_port:
             return
-        from worker.controller.metrics_server import MetricsServer, NodeCollector  # metrics_book
+        # prometheus_client and psutil, imported only here (worker.controller.metrics_book)
+        from worker.controller.metrics_server import MetricsServer, NodeCollector
 
         collector = NodeCollector(self.metrics, lambda: self.store, self._pids, self._restarts)
         try:

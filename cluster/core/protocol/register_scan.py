@@ -174,11 +174,12 @@ class TableMemo:
     def get(self, table: PlainTable) -> dict[str, QueueFields] | None:
         """What a table of the same text read as (a copy: the caller may edit it), or None."""
         key = self._key(table)
-        held = None if key is None else self.held.get(key[0])
-        if held is None or key is None:
+        if key is None:
             return None
         digest, start, end = key
-        if len(held[0]) != end - start or not table.body().startswith(held[0], start):
+        held = self.held.get(digest)
+        if held is None or len(held[0]) != end - start \
+                or not table.body().startswith(held[0], start):
             return None
         table.read_as_pieces()
         return dict(held[1])
