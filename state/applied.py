@@ -24,13 +24,8 @@ import orjson
 
 from cluster.core.protocol.plain_config import QueueFields
 from cluster.core.protocol.register_body import queue_fields
-from cluster.core.protocol.register_scan import (
-    KnownPieces,
-    PieceMemo,
-    PlainTable,
-    TableDiff,
-    TableMemo,
-)
+from cluster.core.protocol.register_scan import KnownPieces, PieceMemo, PlainTable, TableDiff
+from cluster.core.protocol.table_memo import TableMemo
 from state.store import (
     APPLIED,
     APPLIED_DELTA,

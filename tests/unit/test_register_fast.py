@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cluster.core.protocol import body_common, register_body, register_scan
+from cluster.core.protocol import body_common, register_body, register_scan, table_memo
 from cluster.core.protocol.codes import ResponseCode
 from cluster.core.protocol.command import RemotingCommand
 from state import applied as applied_records
@@ -40,7 +40,7 @@ def decodes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     earlier tests' tables known)."""
     monkeypatch.setattr(applied_records, "_PIECES",
                         register_scan.PieceMemo(applied_records.PIECES_MAX_BYTES))
-    monkeypatch.setattr(applied_records, "_TABLES", register_scan.TableMemo(
+    monkeypatch.setattr(applied_records, "_TABLES", table_memo.TableMemo(
         applied_records._TABLES.min_bytes, applied_records._TABLES.max_bytes))
     counts = {"body": 0, "queues": 0}
 
@@ -229,7 +229,7 @@ def test_a_table_naming_a_topic_twice_is_decoded_whole_though_its_pieces_are_kno
 def test_a_master_registering_the_very_table_of_another_is_not_read_again(
         ctx: NodeContext, table_reads: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
     decodes = table_reads
-    monkeypatch.setattr(applied_records, "_TABLES", register_scan.TableMemo(1, 1 << 20))
+    monkeypatch.setattr(applied_records, "_TABLES", table_memo.TableMemo(1, 1 << 20))
     call(ctx, register_request("broker-a", "10.0.0.1:10911", CLUSTER_TOPICS))
     call(ctx, register_request("broker-b", "10.0.0.2:10911", CLUSTER_TOPICS))
     assert decodes["queues"] == 1 and decodes["pieces"] == 0  # b: a's table, by its text
@@ -242,39 +242,6 @@ def test_a_master_registering_the_very_table_of_another_is_not_read_again(
     assert decodes["queues"] == 1
     assert queue_nums(ctx, "T003") == {"broker-a": 4, "broker-b": 8, "broker-c": 4}
     assert queue_nums(ctx, "T039") == {"broker-a": 4, "broker-b": 4, "broker-c": 4}
-
-
-def _table(body: bytes) -> register_scan.PlainTable:
-    head = register_body.register_head(body, False, 500)
-    assert head is not None
-    return register_scan.PlainTable(body, head, 500, None)
-
-
-def test_a_table_is_known_by_its_whole_text_not_its_digest_alone() -> None:
-    memo = register_scan.TableMemo(1, 1 << 20)
-    a, b = _table(plain_body(configs(A=4, B=4))), _table(plain_body(configs(A=4, B=8)))
-    queues = a.queues()
-    memo.keep(a, queues)
-    got = memo.get(_table(plain_body(configs(A=4, B=4))))
-    assert got == queues and got is not queues
-    assert memo.get(b) is None
-    ((digest, (text, held)),) = memo.held.items()
-    memo.held = {memo._key(b)[0]: (text, held)}  # type: ignore[index]  # b's digest, a's text
-    assert memo.get(b) is None
-
-
-def test_the_tables_held_are_bounded_and_small_ones_are_not_held() -> None:
-    tables = [_table(plain_body(configs(**{f"T{i}{j}": 4 for j in range(20)})))
-              for i in range(3)]
-    size = tables[0].span()[1] - tables[0].span()[0]  # type: ignore[index]
-    memo = register_scan.TableMemo(1, 2 * size)
-    for table in tables:
-        memo.keep(table, table.queues())
-    assert memo.size == 2 * size
-    assert memo.get(tables[0]) is None and memo.get(tables[2]) is not None  # oldest out
-    small = register_scan.TableMemo(size + 1, 1 << 20)
-    small.keep(tables[0], tables[0].queues())
-    assert not small.held
 
 
 def test_the_pieces_read_before_are_bounded() -> None:
