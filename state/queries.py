@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from enum import Enum
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -73,12 +73,17 @@ def route_key(t: Txn, topic: str, five: bool = False) -> bytes | str | None:
     return topic if five and t.get_raw("mapping", topic) is not None else ref
 
 
+# `shared_route` of a topic the store does not hold (a group's key is 8 bytes)
+ABSENT: Final = b""
+
+
 def shared_route(t: Txn, topic: str, five: bool = False) -> bytes | None:
     """The group of `topic`'s stored queue datas when every request's route reply for it is
-    the one for any other topic of that group (only the opaque differs), else None: the topic
-    is absent, its route has a part of its own (a 5.x static-topic mapping, an order
-    config, the no-acting-masters rule of a sync topic), or a read's answer depends on its
-    signature (ACL on reads)."""
+    the one for any other topic of that group (only the opaque differs); ``ABSENT`` when the
+    topic is absent (every request's reply is TOPIC_NOT_EXIST, the same for every absent
+    topic but for the name its remark gives); else None: its route has a part of its own
+    (a 5.x static-topic mapping, an order config, the no-acting-masters rule of a sync
+    topic), or a read's answer depends on its signature (ACL on reads)."""
     return topic_group(t, topic, five) if routes_shareable(t) else None
 
 
@@ -92,6 +97,8 @@ def routes_shareable(t: Txn) -> bool:
 def topic_group(t: Txn, topic: str, five: bool = False) -> bytes | None:
     """`shared_route` of `topic` where `routes_shareable` holds."""
     shared = route_key(t, topic, five)
+    if shared is None:
+        return ABSENT
     if not isinstance(shared, bytes) or not shows_acting_masters(topic):
         return None
     return shared

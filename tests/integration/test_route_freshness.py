@@ -4,6 +4,7 @@ the first lookups of topics answered from the template of a topic of the same ro
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import threading
 import time
@@ -114,5 +115,36 @@ def test_first_lookups_answered_from_a_sibling_topic_are_never_stale(tmp_path: P
         metrics = MetricsNode(node, f"http://127.0.0.1:{port}/metrics")
         metrics.scrape_until(lambda m: value(m, "pynamesrv_route_template_shared_total") > 0,
                              "first lookups answered from a sibling's template")
+    finally:
+        node.stop()
+
+
+def test_absent_topics_first_lookups_name_each_its_own_and_follow_a_registration(
+        tmp_path: Path) -> None:
+    """Lookups of topics the node does not hold, answered in the I/O worker from another
+    absent topic's reply once one was learned: each names its own topic; a topic
+    registered since is found."""
+    port = free_port()
+    node = NodeProcess(tmp_path / "n", props={"metricsPort": str(port)}).start()
+    try:
+        names = [f"Nope-{i:02d}" for i in range(40)] + ["Nope-longer-1", "N-2"]
+        reader = Conn(node.addr)
+        alike = set()  # what the replies hold besides their opaques and remarks
+        for topic in names:
+            reply = reader.call(lookup(SerializeType.JSON, topic))
+            assert reply.code == ResponseCode.TOPIC_NOT_EXIST, (topic, reply.code)
+            assert (reply.remark or "").split("\n")[0] == \
+                f"No topic route info in name server for the topic: {topic}"
+            alike.add(orjson.dumps(dataclasses.replace(
+                reply, opaque=0, remark=(reply.remark or "").replace(topic, "<topic>"))))
+        assert len(alike) == 1
+        metrics = MetricsNode(node, f"http://127.0.0.1:{port}/metrics")
+        metrics.scrape_until(lambda m: value(m, "pynamesrv_route_template_shared_total") > 0,
+                             "first lookups of absent topics answered from another's reply")
+        writer = Conn(node.addr)
+        assert writer.call(register(3, ("Nope-07",))).code == ResponseCode.SUCCESS
+        assert queues_in(reader.call(lookup(SerializeType.JSON, "Nope-07"))) == 3
+        assert reader.call(lookup(SerializeType.JSON, "Nope-08")).code == \
+            ResponseCode.TOPIC_NOT_EXIST
     finally:
         node.stop()

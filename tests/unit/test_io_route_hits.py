@@ -8,6 +8,7 @@ from typing import Any
 from cluster.core.protocol.codes import ResponseCode, SerializeType
 from cluster.core.protocol.command import RemotingCommand, response_to
 from cluster.core.protocol.frame import encode_command
+from state.queries import ABSENT
 from tests.unit.test_route_replies import not_found
 from worker.frame_arena import FrameArena
 from worker.io.connection import READ_SIZE, TURN_BYTES, Connection, IoConfig
@@ -171,6 +172,23 @@ def test_a_first_lookup_of_a_topic_sharing_a_learned_route_is_answered_here() ->
     assert transport.writes == [reply(7, ResponseCode.SUCCESS)]
     assert hub.m.counters["route_template_shared"] == 1
     assert hub.m.counters["route_template_misses"] == 2  # A, then D
+
+
+def test_a_first_lookup_of_an_absent_topic_is_answered_here_with_its_own_name() -> None:
+    gen = [b"1"]
+    refs = {"A": b"k"}  # the store holds A alone
+    replies = RouteReplies(lambda: gen[0], lambda topic, g: refs.get(topic, ABSENT)
+                           if g == gen[0] else None)
+    hub = Hub(CFG, Loop(), None, replies)  # type: ignore[arg-type]
+    conn, transport = Connection(hub), Transport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    conn.data_received(request("Xy-1", 1))  # a miss: to the pool, with what it shares
+    (key, sibling), generation, _, _ = hub.lanes.queued()[0][2]
+    replies.learn(key, generation, not_found(1, "Xy-1"), sibling)
+    conn.data_received(request("Zw-2", 7) + request("Missing-topic-3", 8) + request("A", 9))
+    assert transport.writes == [not_found(7, "Zw-2")]
+    assert hub.m.counters["route_template_shared"] == 1
+    assert hub.m.counters["route_template_misses"] == 3  # Xy-1, then the longer name and A
 
 
 class TurnLoop(Loop):

@@ -188,7 +188,7 @@ class Hub:
                     if peek_code(frame) == ROUTE else None
                 if ask is not None:
                     sibling = replies.sibling(*ask)
-                    t = None if sibling is None else replies.derive(found[0], sibling)
+                    t = None if sibling is None else replies.derive(found[0], sibling, ask[0])
                     if t is not None:  # a topic of the same route was learned
                         t.put(out, found[1], found[0])
                         hits += 1

@@ -21,10 +21,12 @@ store says their routes are the same one (``state.queries.shared_route``: same s
 queue datas, nothing of the topic's own in its route) and the two requests read the
 same but for topic, opaque and signature, as the business pool decodes them (``Shape``;
 a signature is part of an answer only while reads are checked, and then nothing is
-shared). Only
-SUCCESS templates are shared so: a TOPIC_NOT_EXIST reply names its topic. Learned lookups of
-missing topics share a ``TopicTemplate`` instead, which renders each reply with the name its
-own key holds.
+shared). Only SUCCESS templates are shared so between topics of a route: a TOPIC_NOT_EXIST
+reply names its topic. Learned lookups of missing topics share a ``TopicTemplate`` instead,
+which renders each reply with the name its own key holds; and the first lookup of a topic
+the store does not hold (``state.queries.ABSENT``) is answered from the ``TopicTemplate``
+of another absent topic whose name is as long (the reply's length words count it), asked
+in a request of the same shape with its name where this key has it.
 
 Pure logic: the readers of the generation and of a topic's shared route are passed in.
 """
@@ -51,6 +53,7 @@ from cluster.core.protocol.frame import (
 from cluster.core.protocol.peek import BIN_OPAQUE_END, BIN_OPAQUE_START
 from cluster.core.protocol.peek import FRAME_BIN_OPAQUE as _BIN_OPAQUE
 from cluster.core.protocol.peek import FRAME_BIN_TAIL as _BIN_TAIL
+from state.queries import ABSENT
 from worker.generation_cache import GenerationCache
 from worker.metrics import reply_code
 
@@ -78,7 +81,8 @@ HeaderKey = bytes  # a request header without its opaque
 # A route request as the business pool decodes it, without its opaque, topic and signature:
 # a topic's route is shared only while reads are not checked (`shared_route`).
 Shape = bytes
-Sibling = tuple[Shape, bytes]  # and the key of the topic's stored queue datas
+# and the key of the topic's stored queue datas, or the length of an absent topic's name
+Sibling = tuple[Shape, bytes | int]
 
 
 def header_key(frame: bytes, json_replies: bool = False) -> tuple[HeaderKey, bytes] | None:
@@ -210,6 +214,12 @@ class TopicTemplate(Template):
         if len(digits) != self.width:
             self.fit(digits)
         out += self.lead, digits, self.head, key[self.start : len(key) - self.end], self.tail
+
+    def names(self, key: HeaderKey, topic: str) -> bool:
+        """Whether the reply rendered for ``key`` names ``topic``: the one valid name in the
+        key is where the template takes it from, and is ``topic``."""
+        start, stop = self.start, len(key) - self.end
+        return _topic_span(key) == (start, stop) and key[start:stop].decode("ascii") == topic
 
 
 def topic_template(key: HeaderKey, t: Template) -> TopicTemplate | None:
@@ -357,7 +367,8 @@ class Siblings(GenerationCache[bytes | None, Sibling, Template]):
     __slots__ = ()
 
     def cost_of(self, key: Sibling, value: Template) -> int:
-        return len(key[0]) + len(key[1]) + KEY_BYTES
+        ref = key[1]
+        return len(key[0]) + (len(ref) if isinstance(ref, bytes) else 0) + KEY_BYTES
 
 
 class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
@@ -400,13 +411,15 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
         if self._read_shared is None:
             return None
         ref = self._read_shared(topic, self.generation)
-        return None if ref is None else (shape, ref)
+        if ref is None:
+            return None
+        return shape, len(topic) if ref == ABSENT else ref
 
-    def derive(self, key: HeaderKey, sibling: Sibling) -> Template | None:
-        """The template of another topic whose reply is this request's, kept under ``key``
-        too; None when no such topic was learned."""
+    def derive(self, key: HeaderKey, sibling: Sibling, topic: str) -> Template | None:
+        """The template of another topic whose reply is this request's (for ``topic``),
+        kept under ``key`` too; None when no such topic was learned."""
         t = self._siblings.entries.get(sibling)
-        if t is None:
+        if t is None or (isinstance(t, TopicTemplate) and not t.names(key, topic)):
             return None
         self.make_room(_key_cost(key))
         if not t.uses:  # its keys were all forgotten, or just now
@@ -430,8 +443,9 @@ class RouteReplies(GenerationCache[bytes | None, HeaderKey, Template]):
         t = self._held(key, t)
         self.add(key, t, cost if t.uses else cost + t.size)
         t.uses += 1
-        if sibling is not None and t.code == ResponseCode.SUCCESS and \
-                sibling not in self._siblings.entries:
+        if sibling is not None and sibling not in self._siblings.entries and (
+                isinstance(t, TopicTemplate) if isinstance(sibling[1], int)
+                else t.code == ResponseCode.SUCCESS):
             self._siblings.add(sibling, t, self._siblings.cost_of(sibling, t))
 
     def _held(self, key: HeaderKey, t: Template) -> Template:
