@@ -443,6 +443,20 @@ def test_changes_spread_over_a_table_give_one_span_each() -> None:
     assert diff is not None and [t for _, t, _ in diff.decoded] == [f"T{i}" for i in moved]
 
 
+def test_a_table_of_other_topics_is_not_compared_span_by_span(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next part of a 5.x split registration shares no piece with the last part: the
+    spans are given up after SPANS_TRIED of them, not once they hold an eighth of it."""
+    runs: list[int] = []
+    common_prefix = register_scan._common_prefix
+    monkeypatch.setattr(register_scan, "_common_prefix",
+                        lambda *args: runs.append(1) or common_prefix(*args))
+    other = {f"U{i}": register_body.topic_config(f"U{i}") for i in range(400)}
+    assert _plain(other, counter=2)._changed_spans(_known(CFGS)) is None
+    assert len(runs) == register_scan.SPANS_TRIED
+    assert _plain(other, counter=2).diff(_known(CFGS)) is None  # decoded whole
+
+
 def test_a_span_naming_a_topic_kept_outside_it_is_decoded_whole() -> None:
     known = _known(CFGS)
     changed = _plain({**CFGS, "T200": register_body.topic_config("T200", perm=2)}, counter=2)

@@ -58,6 +58,10 @@ MAX_UNKNOWN_SHARE = 1 / 4
 # of its bytes is compared in those spans only; beyond, piece by piece.
 MAX_SPAN_SHARE = 1 / 8
 MAX_SPANS = 256
+# From this many spans on, a table whose spans so far hold more bytes than the runs between
+# them is compared piece by piece: its changes are not few (the next part of a 5.x split
+# registration shares no piece with the last part).
+SPANS_TRIED = 16
 # The common start or end of two tables is found to within this many bytes (about a piece):
 # a span may then begin or end with a piece that did not change, which is found known.
 _SLACK = 128
@@ -322,6 +326,7 @@ class PlainTable:
         old_stop = b1 - (a1 - stop)
         spans: list[Span] = []
         budget = MAX_SPAN_SHARE * (a1 - a0)
+        common = spanned = 0  # bytes between the spans and in them, so far
         at, old_at = a0, b0  # both where a piece starts
         step = _FIRST_STEP
         while True:
@@ -341,7 +346,9 @@ class PlainTable:
                     return None  # not laid out in pieces after all
             spans.append((begin, end, old_begin, old_end))
             budget -= end - begin
-            if budget < 0 or len(spans) > MAX_SPANS:
+            common, spanned = common + begin - at, spanned + end - begin
+            if budget < 0 or len(spans) > MAX_SPANS or (
+                    len(spans) >= SPANS_TRIED and common < spanned):
                 return None
             if end >= stop or old_end >= old_stop:
                 spans[-1] = (begin, stop, old_begin, old_stop)
