@@ -78,17 +78,17 @@ class TopicTable:
         plain = self.plain
         if plain is not None:
             self._queues = _TABLES.get(plain)
-            if self._queues is None:
-                self._queues = plain.queues_from(_PIECES)
-                if self._queues is not None:
-                    _TABLES.keep(plain, self._queues)
+            if self._queues is not None:
+                return self._queues
+            self._queues = plain.queues_from(_PIECES)
         if self._queues is None:  # (else its entries are the memo's, shared)
             self._queues = _shared(self._load())
             known = self.known()
-            if known is not None:
-                _PIECES.learn(known.entries)
-                assert plain is not None  # (known)
-                _TABLES.keep(plain, self._queues)
+            if known is None:
+                return self._queues  # not read piece by piece
+            _PIECES.learn(known.entries)
+        assert plain is not None  # (read piece by piece)
+        _TABLES.keep(plain, self._queues)
         return self._queues
 
     def known(self) -> KnownPieces | None:
