@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cluster.core.protocol import register_body, register_scan
+from cluster.core.protocol import plain_config, register_body, register_layout, register_scan
 
 
 def test_pieces_of_fastjson_bodies() -> None:
@@ -164,3 +164,67 @@ def test_a_table_seen_through_a_view_keeps_bytes_and_reads_as_bytes() -> None:
     diff = register_scan.PlainTable(memoryview(changed), new_head, 409, None).diff(known)
     assert diff is not None and diff.changed() == {"T7": (4, 16, 0, 16)}
     assert type(diff.body) is bytes and diff.body == changed  # what KnownPieces.learn keeps
+
+
+def _pieces(body: bytes) -> tuple[list[bytes], int]:
+    head = register_body.register_head(body, False, 409)
+    assert head is not None
+    table = register_scan.PlainTable(body, head, 409, None)
+    pieces, layout = table.pieces(), table.layout()
+    assert pieces is not None and layout is not None
+    return pieces, layout.per
+
+
+def _alone(pieces: list[bytes], first: bool) -> list[Any]:
+    return [plain_config.read_piece(p, first and not i) for i, p in enumerate(pieces)]
+
+
+@pytest.mark.parametrize("five", [False, True])
+def test_pieces_read_together_give_what_each_reads_alone(five: bool) -> None:
+    cfgs = {f"T{i}": register_body.topic_config(f"T{i}", perm=2 + 4 * (i % 2), attributes={
+        "+message.type": "NORMAL"} if five and i % 3 else {}) for i in range(12)}
+    body = register_body.encode_register_body({"counter": 1, "timestamp": 1}, cfgs, [], False,
+                                              with_attributes=five)
+    pieces, per = _pieces(body)
+    assert per == (2 if five else 1)
+    together = plain_config.read_pieces(pieces, True, per)
+    assert together == _alone(pieces, True) and len(together) == 12
+    some = [pieces[3], pieces[4], pieces[9]]  # not side by side, not the first
+    assert plain_config.read_pieces(some, False, per) == _alone(some, False)
+    assert plain_config.read_pieces([], False, per) == []
+
+
+A49 = b'"A":{"order":false,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG",' \
+      b'"topicName":"A","topicSysFlag":0,"writeQueueNums":4}'
+B49 = b"," + A49.replace(b'"A"', b'"B"')
+A5 = A49.replace(b'"A":{', b'"A":{"attributes":{},')
+
+
+def _cut(table: bytes, per: int) -> list[bytes]:
+    """A table's entries cut as PlainTable.pieces cuts them."""
+    fragments = table.split(b"}")
+    assert fragments.pop() == b""
+    pieces = register_layout.group(fragments, per)
+    assert pieces is not None
+    return pieces
+
+
+@pytest.mark.parametrize(("table", "first", "per", "alone"), [
+    # a } in a string: cut there too, the pieces are not the entries (a 5.x one, then a 4.9
+    # one: as many members as pieces, but the table mixes the layouts)
+    (A5.replace(b"{}", b'{"x":"}"}') + B49, True, 2, False),
+    (A5.replace(b"{}", b'{"x":"}"}') + b"," + A5.replace(b"{}", b'{"x":"}"}').replace(
+        b'"A"', b'"B"'), True, 2, False),  # two entries, three pieces
+    # 4.9 entries in a 5.x table, each with a } in a string: the members need not close where
+    # the pieces do, so they are read alone, one by one
+    (A49.replace(b"SINGLE_TAG", b"}") + B49.replace(b"SINGLE_TAG", b"}"), True, 2, True),
+    (A49.replace(b'"topicName":"A"', b'"topicName":"Z"') + B49, True, 1, False),
+    (A49 + B49.replace(b'"B"', b'"A"'), True, 1, True),  # a topic twice: the caller sees it
+    (A49 + B49[1:], True, 1, False),  # a piece after the first without its comma
+    (A49 + B49, False, 1, False),  # not the table's first, without its comma
+    (A49 + B49.replace(b"false", b"flase"), True, 1, False),  # not JSON
+])
+def test_pieces_not_read_together(table: bytes, first: bool, per: int, alone: bool) -> None:
+    pieces = _cut(table, per)
+    assert plain_config.read_pieces(pieces, first, per) is None
+    assert (None not in _alone(pieces, first)) is alone

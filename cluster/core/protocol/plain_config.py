@@ -6,10 +6,15 @@ gives the same for them)."""
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from typing import Any
+
+import orjson
 
 # What a QueueData takes from a TopicConfig: (perm, readQueueNums, topicSysFlag, writeQueueNums).
 QueueFields = tuple[int, int, int, int]
+# (topic, QueueFields) of one table entry.
+Entry = tuple[str, QueueFields]
 
 _QUEUE_ROW = operator.itemgetter(
     "order", "perm", "readQueueNums", "topicFilterType", "topicName", "topicSysFlag",
@@ -84,3 +89,51 @@ def plain_entry(key: str, cfg: Any) -> QueueFields | None:
 
 _PLAIN_49 = len(_QUEUE_ROW_TYPES)  # 4.9's seven fields
 _PLAIN_5X = _PLAIN_49 + 1  # and 5.x's attributes
+
+
+def read_piece(piece: bytes, first: bool) -> Entry | None:
+    """The entry of one piece of a topic table (``register_scan``: an entry without its
+    closing brace, with a leading comma unless ``first``) read alone, or None when it is not
+    a plain entry keyed by its topic."""
+    if not first and piece[:1] != b",":
+        return None
+    try:
+        obj = orjson.loads(b"{%s}}" % (piece if first else piece[1:]))
+    except orjson.JSONDecodeError:
+        return None
+    if len(obj) != 1:
+        return None
+    ((key, cfg),) = obj.items()
+    fields = plain_entry(key, cfg)
+    return None if fields is None else (key, fields)
+
+
+def read_pieces(pieces: Sequence[bytes], first: bool, per: int) -> list[Entry] | None:
+    """What :func:`read_piece` gives for each of ``pieces`` (``first``: the first is the
+    table's first), read in one decode; None when they do not read so together (each may
+    still read alone).
+
+    The pieces are cut from a table at every ``}``, ``per`` fragments each: joined by ``}``
+    into one object, the text holds ``per`` braces ``}`` a piece. When it reads as one member
+    a piece, each a plain TopicConfig of ``per`` objects (4.9's seven fields: one; 5.x's with
+    its attributes: two) keyed by its topic, those members' own braces are every ``}`` of the
+    text (none lies in a string), so member i closes where piece i ends: it is what piece i
+    reads alone."""
+    if not pieces:
+        return []
+    head = pieces[0] if first else pieces[0][1:]
+    if not first and pieces[0][:1] != b"," or any(p[:1] != b"," for p in pieces[1:]):
+        return None
+    try:
+        obj = orjson.loads(b"{%s}}" % b"}".join([head, *pieces[1:]]))
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is not dict or len(obj) != len(pieces):
+        return None
+    cfg = next(iter(obj.values()))
+    if type(cfg) is not dict or len(cfg) != _PLAIN_49 - 1 + per:
+        return None
+    table = plain_queue_table(obj)
+    if table is None or list(table) != list(obj):
+        return None  # a topic named otherwise than its key
+    return list(table.items())

@@ -31,10 +31,9 @@ import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import orjson
 import xxhash
 
-from cluster.core.protocol.plain_config import QueueFields, plain_entry
+from cluster.core.protocol.plain_config import Entry, QueueFields, read_piece, read_pieces
 from cluster.core.protocol.register_body import RegisterHead, decode_register_named_queues
 from cluster.core.protocol.register_layout import (
     MAPPING_VERSION,
@@ -46,8 +45,7 @@ from cluster.core.protocol.register_layout import (
     table_layout,
 )
 
-# (topic, QueueFields) of one table entry, and piece → entry for the pieces after the first.
-Entry = tuple[str, QueueFields]
+# Piece → entry for the pieces after a table's first.
 Entries = dict[bytes, Entry]
 
 # Beyond this share of pieces not seen before, the diff gives up for the full decode.
@@ -210,11 +208,12 @@ class PlainTable:
         unknown = [i for i, entry in enumerate(found) if entry is None]
         if len(unknown) > MAX_UNKNOWN_SHARE * len(found) + 1:
             return None
+        entries = self._read([pieces[i] for i in unknown], unknown[0] == 0)
+        if entries is None:
+            return None
         read: Entries = {}
-        for i in unknown:
-            entry = found[i] = read_piece(pieces[i], i == 0)
-            if entry is None:
-                return None
+        for i, entry in zip(unknown, entries, strict=True):
+            found[i] = entry
             if i:
                 read[pieces[i]] = entry
         queues = dict(found)  # type: ignore[arg-type]  # every one is an entry now
@@ -280,11 +279,13 @@ class PlainTable:
             return None  # decoding the whole body at once costs less
         decoded: list[Decoded] = []
         topics: set[str] = set()
-        unseen = itertools.compress(range(len(found)), map(operator.is_, found,
-                                                           itertools.repeat(None)))
-        for i in unseen:
-            entry = read_piece(pieces[i], i == 0)
-            if entry is None or entry[0] in topics:
+        unseen = list(itertools.compress(range(len(found)), map(operator.is_, found,
+                                                                itertools.repeat(None))))
+        entries = self._read([pieces[i] for i in unseen], bool(unseen) and unseen[0] == 0)
+        if entries is None:
+            return None
+        for i, entry in zip(unseen, entries, strict=True):
+            if entry[0] in topics:
                 return None
             topics.add(entry[0])
             decoded.append((pieces[i] if i else None, *entry))
@@ -294,6 +295,16 @@ class PlainTable:
         if owners and not set(pieces).isdisjoint(owners):
             return None
         return TableDiff(decoded, self._body, self._laid_out())
+
+    def _read(self, pieces: list[bytes], first: bool) -> list[Entry] | None:
+        """The entries of some of this table's pieces (``first``: the table's first among
+        them), read together or else one by one; None when one is not a plain entry."""
+        entries = read_pieces(pieces, first, self._laid_out().per)
+        if entries is not None:
+            return entries
+        alone = [read_piece(piece, first and not i) for i, piece in enumerate(pieces)]
+        entries = [entry for entry in alone if entry is not None]
+        return entries if len(entries) == len(alone) else None
 
     def _laid_out(self) -> Layout:
         """The layout of a table cut into pieces."""
@@ -460,21 +471,6 @@ def _first_topic(known: KnownPieces) -> str | None:
     entry = read_piece(body[start : close_after(body, start, start, len(body), known.layout.per)],
                        True)
     return None if entry is None else entry[0]
-
-
-def read_piece(piece: bytes, first: bool) -> Entry | None:
-    """The entry of one piece read alone, or None when it is not a plain entry."""
-    if not first and piece[:1] != b",":
-        return None
-    try:
-        obj = orjson.loads(b"{%s}}" % (piece if first else piece[1:]))
-    except orjson.JSONDecodeError:
-        return None
-    if len(obj) != 1:
-        return None
-    ((key, cfg),) = obj.items()
-    fields = plain_entry(key, cfg)
-    return None if fields is None else (key, fields)
 
 
 def topic_table_digest(body: bytes | memoryview, head: RegisterHead) -> str:
