@@ -175,8 +175,9 @@ def _pieces(body: bytes) -> tuple[list[bytes], int]:
     return pieces, layout.per
 
 
-def _alone(pieces: list[bytes], first: bool) -> list[Any]:
-    return [plain_config.read_piece(p, first and not i) for i, p in enumerate(pieces)]
+def _alone(pieces: list[bytes]) -> list[Any]:
+    """What each of a table's pieces reads alone, the first of them the table's first."""
+    return [plain_config.read_piece(p, not i) for i, p in enumerate(pieces)]
 
 
 @pytest.mark.parametrize("five", [False, True])
@@ -187,11 +188,11 @@ def test_pieces_read_together_give_what_each_reads_alone(five: bool) -> None:
                                               with_attributes=five)
     pieces, per = _pieces(body)
     assert per == (2 if five else 1)
-    together = plain_config.read_pieces(pieces, True, per)
-    assert together == _alone(pieces, True) and len(together) == 12
-    some = [pieces[3], pieces[4], pieces[9]]  # not side by side, not the first
-    assert plain_config.read_pieces(some, False, per) == _alone(some, False)
-    assert plain_config.read_pieces([], False, per) == []
+    together = plain_config.read_pieces(pieces, per)
+    assert together == _alone(pieces) and len(together) == 12
+    some = [pieces[0], pieces[3], pieces[4], pieces[9]]  # not side by side
+    assert plain_config.read_pieces(some, per) == _alone(some)
+    assert plain_config.read_pieces([], per) == []
 
 
 A49 = b'"A":{"order":false,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG",' \
@@ -209,22 +210,21 @@ def _cut(table: bytes, per: int) -> list[bytes]:
     return pieces
 
 
-@pytest.mark.parametrize(("table", "first", "per", "alone"), [
+@pytest.mark.parametrize(("table", "per", "alone"), [
     # a } in a string: cut there too, the pieces are not the entries (a 5.x one, then a 4.9
     # one: as many members as pieces, but the table mixes the layouts)
-    (A5.replace(b"{}", b'{"x":"}"}') + B49, True, 2, False),
+    (A5.replace(b"{}", b'{"x":"}"}') + B49, 2, False),
     (A5.replace(b"{}", b'{"x":"}"}') + b"," + A5.replace(b"{}", b'{"x":"}"}').replace(
-        b'"A"', b'"B"'), True, 2, False),  # two entries, three pieces
+        b'"A"', b'"B"'), 2, False),  # two entries, three pieces
     # 4.9 entries in a 5.x table, each with a } in a string: the members need not close where
-    # the pieces do, so they are read alone, one by one
-    (A49.replace(b"SINGLE_TAG", b"}") + B49.replace(b"SINGLE_TAG", b"}"), True, 2, True),
-    (A49.replace(b'"topicName":"A"', b'"topicName":"Z"') + B49, True, 1, False),
-    (A49 + B49.replace(b'"B"', b'"A"'), True, 1, True),  # a topic twice: the caller sees it
-    (A49 + B49[1:], True, 1, False),  # a piece after the first without its comma
-    (A49 + B49, False, 1, False),  # not the table's first, without its comma
-    (A49 + B49.replace(b"false", b"flase"), True, 1, False),  # not JSON
+    # the pieces do (each reads alone; the table is decoded whole)
+    (A49.replace(b"SINGLE_TAG", b"}") + B49.replace(b"SINGLE_TAG", b"}"), 2, True),
+    (A49.replace(b'"topicName":"A"', b'"topicName":"Z"') + B49, 1, False),
+    (A49 + B49.replace(b'"B"', b'"A"'), 1, True),  # a topic twice
+    (A49 + B49[1:], 1, False),  # a piece after the first without its comma
+    (A49 + B49.replace(b"false", b"flase"), 1, False),  # not JSON
 ])
-def test_pieces_not_read_together(table: bytes, first: bool, per: int, alone: bool) -> None:
+def test_pieces_not_read_together(table: bytes, per: int, alone: bool) -> None:
     pieces = _cut(table, per)
-    assert plain_config.read_pieces(pieces, first, per) is None
-    assert (None not in _alone(pieces, first)) is alone
+    assert plain_config.read_pieces(pieces, per) is None
+    assert (None not in _alone(pieces)) is alone

@@ -108,10 +108,10 @@ def read_piece(piece: bytes, first: bool) -> Entry | None:
     return None if fields is None else (key, fields)
 
 
-def read_pieces(pieces: Sequence[bytes], first: bool, per: int) -> list[Entry] | None:
-    """What :func:`read_piece` gives for each of ``pieces`` (``first``: the first is the
-    table's first), read in one decode; None when they do not read so together (each may
-    still read alone).
+def read_pieces(pieces: Sequence[bytes], per: int) -> list[Entry] | None:
+    """What :func:`read_piece` gives for each of ``pieces`` (the first of them the table's
+    first), read in one decode; None unless every one is a plain entry keyed by its topic,
+    read so, and no topic repeats.
 
     The pieces are cut from a table at every ``}``, ``per`` fragments each: joined by ``}``
     into one object, the text holds ``per`` braces ``}`` a piece. When it reads as one member
@@ -121,11 +121,10 @@ def read_pieces(pieces: Sequence[bytes], first: bool, per: int) -> list[Entry] |
     reads alone."""
     if not pieces:
         return []
-    head = pieces[0] if first else pieces[0][1:]
-    if not first and pieces[0][:1] != b"," or any(p[:1] != b"," for p in pieces[1:]):
+    if any(p[:1] != b"," for p in pieces[1:]):
         return None
     try:
-        obj = orjson.loads(b"{%s}}" % b"}".join([head, *pieces[1:]]))
+        obj = orjson.loads(b"{%s}}" % b"}".join(pieces))
     except orjson.JSONDecodeError:
         return None
     if type(obj) is not dict or len(obj) != len(pieces):

@@ -195,7 +195,7 @@ class PlainTable:
 
     def queues_from(self, memo: PieceMemo) -> dict[str, QueueFields] | None:
         """The full decode's QueueFields of a table whose pieces ``memo`` knows, but for at
-        most MAX_UNKNOWN_SHARE of them, which are read alone (and learned); None when the
+        most MAX_UNKNOWN_SHARE of them, which are read in one decode (and learned); None when the
         table is not cut into pieces, more are unknown, one does not read as a plain entry
         or a topic repeats (then decode it whole)."""
         if not memo.entries:
@@ -208,7 +208,7 @@ class PlainTable:
         unknown = [i for i, entry in enumerate(found) if entry is None]
         if len(unknown) > MAX_UNKNOWN_SHARE * len(found) + 1:
             return None
-        entries = self._read([pieces[i] for i in unknown], unknown[0] == 0)
+        entries = read_pieces([pieces[i] for i in unknown], self._laid_out().per)
         if entries is None:
             return None
         read: Entries = {}
@@ -281,12 +281,10 @@ class PlainTable:
         topics: set[str] = set()
         unseen = list(itertools.compress(range(len(found)), map(operator.is_, found,
                                                                 itertools.repeat(None))))
-        entries = self._read([pieces[i] for i in unseen], bool(unseen) and unseen[0] == 0)
+        entries = read_pieces([pieces[i] for i in unseen], self._laid_out().per)
         if entries is None:
-            return None
+            return None  # (a topic repeating among them too)
         for i, entry in zip(unseen, entries, strict=True):
-            if entry[0] in topics:
-                return None
             topics.add(entry[0])
             decoded.append((pieces[i] if i else None, *entry))
         # Known pieces have one topic each; a topic read alone must not also be in a known
@@ -295,16 +293,6 @@ class PlainTable:
         if owners and not set(pieces).isdisjoint(owners):
             return None
         return TableDiff(decoded, self._body, self._laid_out())
-
-    def _read(self, pieces: list[bytes], first: bool) -> list[Entry] | None:
-        """The entries of some of this table's pieces (``first``: the table's first among
-        them), read together or else one by one; None when one is not a plain entry."""
-        entries = read_pieces(pieces, first, self._laid_out().per)
-        if entries is not None:
-            return entries
-        alone = [read_piece(piece, first and not i) for i, piece in enumerate(pieces)]
-        entries = [entry for entry in alone if entry is not None]
-        return entries if len(entries) == len(alone) else None
 
     def _laid_out(self) -> Layout:
         """The layout of a table cut into pieces."""
