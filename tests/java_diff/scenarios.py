@@ -16,6 +16,7 @@ from cluster.core.protocol.codes import SerializeType
 from cluster.core.protocol.command import RemotingCommand
 from tests.java_diff import build as b
 from tests.java_diff.allowlist import BAD_CONFIG_VALUE, SEVERAL_BROKERS
+from tests.java_diff.normalize import parse_body
 from tests.java_diff.sides import Step
 
 RQ = b.RQ
@@ -35,11 +36,24 @@ def _addr(p: str, n: int) -> str:
 
 def unregister_step(label: str, cluster: str, name: str, addr: str, broker_id: int,
                     st: SerializeType) -> Step:
-    """UNREGISTER_BROKER, settled once `addr` has no live entry in `cluster`: 5.x answers
-    when it has queued the request and applies it a moment later."""
+    """UNREGISTER_BROKER, settled once `addr` has no live entry in `cluster` and `name` is
+    not left without addresses: 5.x answers when it has queued the request and applies it
+    a moment later. Where `addr` never had a live entry (a registration 5.x refused), the
+    removal of a broker name left with no address is the only sign that it has."""
     return Step(label, b.unregister(cluster, name, addr, broker_id, st),
                 settle=b.query_data_version(cluster, name, addr, broker_id, DV1),
-                until=lambda r: r.body is None)
+                until=lambda r: r.body is None,
+                settle_also=((b.cluster_info(st), has_addresses_or_none(name)),))
+
+
+def has_addresses_or_none(name: str) -> Callable[[RemotingCommand], bool]:
+    """A cluster info holding no entry for broker `name`, or one with an address: every
+    release removes a broker name whose last address an unregistration took."""
+    def holds(r: RemotingCommand) -> bool:
+        table = parse_body(r.body)
+        entry = table.get("brokerAddrTable", {}).get(name) if isinstance(table, dict) else None
+        return entry is None or bool(entry.get("brokerAddrs"))
+    return holds
 
 
 def contains(text: str) -> Callable[[RemotingCommand], bool]:

@@ -40,7 +40,8 @@ class Step:
     codes a server may not handle) is followed by a probe on the same connection,
     so "no reply" is observed without waiting for a timeout. `settle` is a
     request polled after the step until `until(reply)` holds on each side (for
-    effects that complete asynchronously: oneway writes, closed connections).
+    effects that complete asynchronously: oneway writes, closed connections), then
+    each request of `settle_also` until its own condition holds.
     """
 
     label: str
@@ -52,6 +53,7 @@ class Step:
     may_not_reply: bool = False
     settle: RemotingCommand | None = None
     until: Callable[[RemotingCommand], bool] | None = None
+    settle_also: tuple[tuple[RemotingCommand, Callable[[RemotingCommand], bool]], ...] = ()
     compare: str = "full"  # "full", "code" (reply code only) or "none" (setup step)
     deliberate: str | None = None  # README row of a documented difference this step shows
     # None: `until` must hold within SETTLE_TIMEOUT_S; else it may not hold at all: polled
@@ -182,14 +184,21 @@ class Side:
         return Outcome("reply", found) if found is not None else Outcome("none")
 
     def settle(self, step: Step) -> None:
-        """Poll `step.settle` on a connection of its own until `step.until` holds."""
-        if step.settle is None or step.until is None or not self._settles:
+        """Poll `step.settle` on a connection of its own until `step.until` holds, then each
+        request of `step.settle_also` until its condition holds."""
+        if not self._settles:
             return
+        first = () if step.settle is None or step.until is None else ((step.settle, step.until),)
+        for cmd, until in (*first, *step.settle_also):
+            self._poll(step, cmd, until)
+
+    def _poll(self, step: Step, cmd: RemotingCommand,
+              until: Callable[[RemotingCommand], bool]) -> None:
         bound = step.settle_at_most_s
         deadline = time.monotonic() + (SETTLE_TIMEOUT_S if bound is None else bound)
         while True:
-            out = self.run(Step("settle", cmd=replace(step.settle), conn="__settle__"))
-            if out.reply is not None and step.until(out.reply):
+            out = self.run(Step("settle", cmd=replace(cmd), conn="__settle__"))
+            if out.reply is not None and until(out.reply):
                 return
             if time.monotonic() > deadline:
                 if bound is not None:
