@@ -85,7 +85,7 @@ class Gen:
                          compressed=r.random() < 0.3, stype=self.st(), oneway=oneway)
         step = Step(f"register {self.s.owner[addr]} {addr} id {broker_id}", cmd, conn=addr)
         if oneway:
-            step.settle, step.until = b.cluster_info(), contains(addr)
+            step.settle = ((b.cluster_info(), contains(addr)),)
         return step
 
     def unregister(self) -> Step:
@@ -108,8 +108,8 @@ class Gen:
         # the live entry stays and nothing changes: looked at before the close
         cluster = next(iter(self.clusters_of.pop(addr)))
         probe = b.query_data_version(cluster, self.s.owner[addr], addr, 0, self.dv(addr))
-        return Step(f"close {addr}", conn=addr, close=True, settle=probe,
-                    until=lambda reply: reply.body is None, precheck=b.cluster_info(),
+        return Step(f"close {addr}", conn=addr, close=True,
+                    settle=((probe, lambda reply: reply.body is None),), precheck=b.cluster_info(),
                     settles_if=lambda info: info.version < FIRST_5X_VERSION
                     or held(info, cluster, addr))
 

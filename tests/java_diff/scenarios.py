@@ -41,9 +41,9 @@ def unregister_step(label: str, cluster: str, name: str, addr: str, broker_id: i
     a moment later. Where `addr` never had a live entry (a registration 5.x refused), the
     removal of a broker name left with no address is the only sign that it has."""
     return Step(label, b.unregister(cluster, name, addr, broker_id, st),
-                settle=b.query_data_version(cluster, name, addr, broker_id, DV1),
-                until=lambda r: r.body is None,
-                settle_also=((b.cluster_info(st), has_addresses_or_none(name)),))
+                settle=((b.query_data_version(cluster, name, addr, broker_id, DV1),
+                         lambda r: r.body is None),
+                        (b.cluster_info(st), has_addresses_or_none(name))))
 
 
 def has_addresses_or_none(name: str) -> Callable[[RemotingCommand], bool]:
@@ -101,7 +101,7 @@ def kv(p: str, st: SerializeType) -> list[Step]:
         Step("kv delete last", b.plain(RQ.DELETE_KV_CONFIG, st, namespace=ns, key="k2")),
         Step("kv list emptied ns", b.plain(RQ.GET_KVLIST_BY_NAMESPACE, st, namespace=ns)),
         Step("kv oneway put", b.put_kv(ns, "k4", "v4", st, oneway=True),
-             settle=b.plain(RQ.GET_KV_CONFIG, namespace=ns, key="k4"), until=contains_ext("v4")),
+             settle=((b.plain(RQ.GET_KV_CONFIG, namespace=ns, key="k4"), contains_ext("v4")),)),
         Step("kv get after oneway", b.plain(RQ.GET_KV_CONFIG, st, namespace=ns, key="k4")),
     ]
 
@@ -299,10 +299,10 @@ def oneway_and_close(p: str, st: SerializeType) -> list[Step]:
     return [
         Step("oneway register", b.register(c, n, m, 0, [b.topic(f"{p}T"), b.topic(f"{p}T2")],
                                            DV1, stype=st, oneway=True), conn=m,
-             settle=b.cluster_info(), until=contains(m)),
+             settle=((b.cluster_info(), contains(m)),)),
         Step("route after oneway", b.route(f"{p}T", st)),
         Step("close the broker's connection", conn=m, close=True,
-             settle=b.cluster_info(), until=lacks(m)),
+             settle=((b.cluster_info(), lacks(m)),)),
         *queries(p, st, [f"{p}T"]),
         Step("oneway unregister of nothing", b.unregister(c, n, m, 0, st, oneway=True)),
     ]
@@ -317,8 +317,8 @@ def several_brokers_one_connection(p: str, st: SerializeType) -> list[Step]:
         Step("first broker", b.register(c, f"{p}b1", a1, 0, topics, DV1, stype=st), conn=shared),
         Step("second broker", b.register(c, f"{p}b2", a2, 0, topics, DV1, stype=st),
              conn=shared),
-        Step("close the shared connection", conn=shared, close=True, settle=gone_one,
-             until=lambda r: lacks(a1)(r) or lacks(a2)(r)),
+        Step("close the shared connection", conn=shared, close=True,
+             settle=((gone_one, lambda r: lacks(a1)(r) or lacks(a2)(r)),)),
         Step("cluster info", b.cluster_info(st), deliberate=SEVERAL_BROKERS),
     ]
 

@@ -21,6 +21,8 @@ REPLY_TIMEOUT_S = 20.0  # generous: two cores shared with other test runs
 STRAGGLER_S = 0.15  # after a probe's reply, how long a late reply to the step may take
 SETTLE_TIMEOUT_S = 20.0
 PROBE_OPAQUE_BASE = 1 << 30
+# a request polled after a step, and the condition its reply must meet
+Poll = tuple[RemotingCommand, Callable[[RemotingCommand], bool]]
 
 
 @dataclass(frozen=True)
@@ -38,10 +40,10 @@ class Step:
     `cmd` is sent as a command, `raw` as bytes (malformed frames); `close` closes
     the connection. A step whose request may legitimately get no reply (oneway,
     codes a server may not handle) is followed by a probe on the same connection,
-    so "no reply" is observed without waiting for a timeout. `settle` is a
-    request polled after the step until `until(reply)` holds on each side (for
-    effects that complete asynchronously: oneway writes, closed connections), then
-    each request of `settle_also` until its own condition holds.
+    so "no reply" is observed without waiting for a timeout. `settle` holds
+    requests each polled in turn after the step, on each side, until its condition
+    holds for the reply (for effects that complete asynchronously: oneway writes,
+    closed connections, 5.x's queued unregistrations).
     """
 
     label: str
@@ -51,12 +53,10 @@ class Step:
     raw_opaque: int | None = None  # the opaque inside `raw`, when it has one
     close: bool = False
     may_not_reply: bool = False
-    settle: RemotingCommand | None = None
-    until: Callable[[RemotingCommand], bool] | None = None
-    settle_also: tuple[tuple[RemotingCommand, Callable[[RemotingCommand], bool]], ...] = ()
+    settle: tuple[Poll, ...] = ()
     compare: str = "full"  # "full", "code" (reply code only) or "none" (setup step)
     deliberate: str | None = None  # README row of a documented difference this step shows
-    # None: `until` must hold within SETTLE_TIMEOUT_S; else it may not hold at all: polled
+    # None: each condition must hold within SETTLE_TIMEOUT_S; else it may not hold at all: polled
     # this long, then the step goes on (what each side holds then is compared later)
     settle_at_most_s: float | None = None
     # sent on each side before the step; the step settles on that side only when
@@ -184,12 +184,11 @@ class Side:
         return Outcome("reply", found) if found is not None else Outcome("none")
 
     def settle(self, step: Step) -> None:
-        """Poll `step.settle` on a connection of its own until `step.until` holds, then each
-        request of `step.settle_also` until its condition holds."""
+        """Poll each request of `step.settle` on a connection of its own until its
+        condition holds."""
         if not self._settles:
             return
-        first = () if step.settle is None or step.until is None else ((step.settle, step.until),)
-        for cmd, until in (*first, *step.settle_also):
+        for cmd, until in step.settle:
             self._poll(step, cmd, until)
 
     def _poll(self, step: Step, cmd: RemotingCommand,
